@@ -1,0 +1,531 @@
+package structs
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Allocation desired statuses (set by the control plane), as in Nomad.
+const (
+	AllocDesiredStatusRun   = "run"
+	AllocDesiredStatusStop  = "stop"
+	AllocDesiredStatusEvict = "evict"
+)
+
+// Allocation client statuses (reported by the node agent, or set by the
+// control plane for lost and unknown allocs), as in Nomad.
+const (
+	AllocClientStatusPending  = "pending"
+	AllocClientStatusRunning  = "running"
+	AllocClientStatusComplete = "complete"
+	AllocClientStatusFailed   = "failed"
+	AllocClientStatusLost     = "lost"
+	AllocClientStatusUnknown  = "unknown"
+)
+
+// Allocation is one placed copy of a task group on one node: the unit the
+// node agent runs. Its Name is "job.group[index]".
+//
+// Job is not stored with the allocation (specs live once per job version);
+// stores and the API fill it in from the job version the alloc runs
+// (JobVersion), so readers see the same shape as Nomad's.
+type Allocation struct {
+	ID        string
+	Namespace string
+	EvalID    string
+	Name      string
+	NodeID    string
+	NodeName  string
+	JobID     string
+	// Job is the job version this alloc runs; filled on read, not stored.
+	Job *Job `json:",omitempty"`
+	// JobVersion is the version of the job this allocation runs.
+	JobVersion uint64
+	TaskGroup  string
+
+	// AllocatedResources is what the alloc holds on its node.
+	AllocatedResources *AllocatedResources `json:",omitempty"`
+	Metrics            *AllocMetric        `json:",omitempty"`
+
+	DesiredStatus      string
+	DesiredDescription string
+	DesiredTransition  DesiredTransition
+
+	ClientStatus      string
+	ClientDescription string
+	TaskStates        map[string]*TaskState `json:",omitempty"`
+	// AllocStates records client-status transitions made by the control
+	// plane (unknown on disconnect, lost), oldest first.
+	AllocStates []*AllocState `json:",omitempty"`
+
+	DeploymentID     string
+	DeploymentStatus *AllocDeploymentStatus `json:",omitempty"`
+
+	// RescheduleTracker is the history of reschedules that led to this
+	// alloc; it is carried over to each replacement.
+	RescheduleTracker *RescheduleTracker `json:",omitempty"`
+	// FollowupEvalID is the delayed evaluation that will reschedule this
+	// failed alloc.
+	FollowupEvalID     string
+	PreviousAllocation string
+	NextAllocation     string
+
+	CreateIndex uint64
+	ModifyIndex uint64
+	// AllocModifyIndex changes when the server changes the alloc (not on
+	// client status reports); the node agent acts on it.
+	AllocModifyIndex uint64
+	CreateTime       int64 // unix nanoseconds
+	ModifyTime       int64 // unix nanoseconds
+}
+
+// DesiredTransition asks the control plane to move an alloc: Migrate off a
+// draining node, Reschedule or ForceReschedule a failed one.
+type DesiredTransition struct {
+	Migrate         *bool `json:",omitempty"`
+	Reschedule      *bool `json:",omitempty"`
+	ForceReschedule *bool `json:",omitempty"`
+}
+
+// ShouldMigrate reports whether the alloc is marked for migration.
+func (d DesiredTransition) ShouldMigrate() bool { return d.Migrate != nil && *d.Migrate }
+
+// ShouldReschedule reports whether the alloc is marked for rescheduling.
+func (d DesiredTransition) ShouldReschedule() bool { return d.Reschedule != nil && *d.Reschedule }
+
+// ShouldForceReschedule reports whether a reschedule is forced regardless of
+// the reschedule policy.
+func (d DesiredTransition) ShouldForceReschedule() bool {
+	return d.ForceReschedule != nil && *d.ForceReschedule
+}
+
+// AllocatedResources is what an alloc holds on its node, in Nomad's shape:
+// per task CPU (MHz, as CpuShares) and memory (MiB); shared disk (MiB).
+type AllocatedResources struct {
+	Tasks  map[string]*AllocatedTaskResources
+	Shared AllocatedSharedResources
+}
+
+// AllocatedTaskResources is one task's share of an alloc's resources.
+type AllocatedTaskResources struct {
+	Cpu    AllocatedCpuResources
+	Memory AllocatedMemoryResources
+}
+
+// AllocatedCpuResources holds CPU in MHz.
+type AllocatedCpuResources struct {
+	CpuShares int64 // MHz
+}
+
+// AllocatedMemoryResources holds memory in MiB.
+type AllocatedMemoryResources struct {
+	MemoryMB    int64 // MiB
+	MemoryMaxMB int64 // MiB
+}
+
+// AllocatedSharedResources holds the group's ephemeral disk in MiB.
+type AllocatedSharedResources struct {
+	DiskMB int64 // MiB
+}
+
+// Comparable flattens the allocated resources for fit checks.
+func (a *AllocatedResources) Comparable() ComparableResources {
+	var out ComparableResources
+	if a == nil {
+		return out
+	}
+	for _, t := range a.Tasks {
+		out.CPU += t.Cpu.CpuShares
+		out.MemoryMB += t.Memory.MemoryMB
+	}
+	out.DiskMB = a.Shared.DiskMB
+	return out
+}
+
+// AllocatedResourcesFor builds what an alloc of tg holds on its node.
+func AllocatedResourcesFor(tg *TaskGroup) *AllocatedResources {
+	out := &AllocatedResources{Tasks: make(map[string]*AllocatedTaskResources, len(tg.Tasks))}
+	for _, t := range tg.Tasks {
+		tr := &AllocatedTaskResources{}
+		if t.Resources != nil {
+			tr.Cpu.CpuShares = int64(t.Resources.CPU)
+			tr.Memory.MemoryMB = int64(t.Resources.MemoryMB)
+			tr.Memory.MemoryMaxMB = int64(t.Resources.MemoryMaxMB)
+		}
+		out.Tasks[t.Name] = tr
+	}
+	if tg.EphemeralDisk != nil {
+		out.Shared.DiskMB = int64(tg.EphemeralDisk.SizeMB)
+	}
+	return out
+}
+
+// AllocMetric records how a placement was made, or why it failed: the
+// nodes looked at, filtered out (and by which constraint or class),
+// exhausted (and in which dimension), and scores. Shape as Nomad's.
+type AllocMetric struct {
+	NodesEvaluated     int
+	NodesFiltered      int
+	NodesInPool        int
+	NodePool           string
+	NodesAvailable     map[string]int `json:",omitempty"` // by datacenter
+	ClassFiltered      map[string]int `json:",omitempty"`
+	ConstraintFiltered map[string]int `json:",omitempty"`
+	NodesExhausted     int
+	ClassExhausted     map[string]int `json:",omitempty"`
+	DimensionExhausted map[string]int `json:",omitempty"`
+	QuotaExhausted     []string       `json:",omitempty"`
+	ScoreMetaData      []*NodeScoreMeta
+	AllocationTime     time.Duration
+	CoalescedFailures  int
+}
+
+// NodeScoreMeta is the score a node got for a placement. NormScore is the
+// normalized final score in [0, 1] (higher is better).
+type NodeScoreMeta struct {
+	NodeID    string
+	Scores    map[string]float64
+	NormScore float64
+}
+
+// MaxNormScore returns the best NormScore in the metric, or nil when there
+// is none, as Nomad's AllocMetric.MaxNormScore. The reconciler uses it to
+// pick between an original alloc and its replacement on reconnect.
+func (m *AllocMetric) MaxNormScore() *NodeScoreMeta {
+	if m == nil || len(m.ScoreMetaData) == 0 {
+		return nil
+	}
+	best := m.ScoreMetaData[0]
+	for _, s := range m.ScoreMetaData[1:] {
+		if s.NormScore > best.NormScore {
+			best = s
+		}
+	}
+	return best
+}
+
+// Task states.
+const (
+	TaskStatePending = "pending"
+	TaskStateRunning = "running"
+	TaskStateDead    = "dead"
+)
+
+// TaskState is a task's state as the node agent reports it.
+type TaskState struct {
+	State       string // pending, running or dead
+	Failed      bool
+	Restarts    uint64
+	LastRestart time.Time
+	StartedAt   time.Time
+	FinishedAt  time.Time
+	Events      []*TaskEvent
+}
+
+// Successful reports whether the task is dead and did not fail.
+func (ts *TaskState) Successful() bool {
+	return ts.State == TaskStateDead && !ts.Failed
+}
+
+// Task event types, Nomad's strings.
+const (
+	TaskReceived           = "Received"
+	TaskSetup              = "Task Setup"
+	TaskSetupFailure       = "Setup Failure"
+	TaskDriverFailure      = "Driver Failure"
+	TaskStarted            = "Started"
+	TaskTerminated         = "Terminated"
+	TaskKilling            = "Killing"
+	TaskKilled             = "Killed"
+	TaskRestarting         = "Restarting"
+	TaskNotRestarting      = "Not Restarting"
+	TaskSiblingFailed      = "Sibling Task Failed"
+	TaskLeaderDead         = "Leader Task Dead"
+	TaskMainDead           = "Main Tasks Dead"
+	TaskRestoreFailed      = "Failed Restoring Task"
+	TaskRestartSignal      = "Restart Signaled"
+	TaskClientReconnected  = "Reconnected"
+	TaskPluginUnhealthy    = "Plugin became unhealthy"
+	TaskWaitingPrevAlloc   = "Waiting for previous alloc"
+	TaskBuildingTaskDir    = "Building Task Directory"
+	TaskHookFailed         = "Task hook failed"
+	TaskMaxEventsPerTask   = 10 // events kept per task, oldest dropped first
+	TaskEventDriverMessage = "Driver"
+)
+
+// TaskEvent is one entry of a task's history. Time is unix nanoseconds.
+type TaskEvent struct {
+	Type           string
+	Time           int64 // unix nanoseconds
+	DisplayMessage string
+	Details        map[string]string `json:",omitempty"`
+	Message        string            `json:",omitempty"`
+	FailsTask      bool              `json:",omitempty"`
+	RestartReason  string            `json:",omitempty"`
+	SetupError     string            `json:",omitempty"`
+	DriverError    string            `json:",omitempty"`
+	ExitCode       int
+	Signal         int
+	KillReason     string        `json:",omitempty"`
+	KillTimeout    time.Duration `json:",omitempty"`
+	KillError      string        `json:",omitempty"`
+	StartDelay     int64         `json:",omitempty"` // nanoseconds
+	FailedSibling  string        `json:",omitempty"`
+}
+
+// AllocState is one recorded transition of an alloc's client status.
+type AllocState struct {
+	Field string // always "client_status" today
+	Value string
+	Time  time.Time
+}
+
+// AllocStateFieldClientStatus is the only AllocState field in use.
+const AllocStateFieldClientStatus = "client_status"
+
+// AllocDeploymentStatus is an alloc's health within its deployment.
+// Healthy is nil until the node agent decides.
+type AllocDeploymentStatus struct {
+	Healthy     *bool `json:",omitempty"`
+	Timestamp   time.Time
+	Canary      bool
+	ModifyIndex uint64
+}
+
+// IsHealthy reports a decided healthy status.
+func (s *AllocDeploymentStatus) IsHealthy() bool {
+	return s != nil && s.Healthy != nil && *s.Healthy
+}
+
+// IsUnhealthy reports a decided unhealthy status.
+func (s *AllocDeploymentStatus) IsUnhealthy() bool {
+	return s != nil && s.Healthy != nil && !*s.Healthy
+}
+
+// HasHealth reports whether health has been decided either way.
+func (s *AllocDeploymentStatus) HasHealth() bool {
+	return s != nil && s.Healthy != nil
+}
+
+// IsCanary reports whether the alloc was placed as a canary.
+func (s *AllocDeploymentStatus) IsCanary() bool {
+	return s != nil && s.Canary
+}
+
+// RescheduleTracker is the chain of reschedule events behind an alloc.
+type RescheduleTracker struct {
+	Events []*RescheduleEvent
+}
+
+// RescheduleEvent records one reschedule: when (unix nanoseconds), from
+// which alloc and node, and the delay that was applied.
+type RescheduleEvent struct {
+	RescheduleTime int64 // unix nanoseconds
+	PrevAllocID    string
+	PrevNodeID     string
+	Delay          time.Duration
+}
+
+// Copy returns a deep copy of the tracker.
+func (rt *RescheduleTracker) Copy() *RescheduleTracker {
+	if rt == nil {
+		return nil
+	}
+	out := &RescheduleTracker{Events: make([]*RescheduleEvent, len(rt.Events))}
+	for i, e := range rt.Events {
+		c := *e
+		out.Events[i] = &c
+	}
+	return out
+}
+
+// ServerTerminalStatus reports whether the control plane wants the alloc
+// gone (desired stop or evict).
+func (a *Allocation) ServerTerminalStatus() bool {
+	return a.DesiredStatus == AllocDesiredStatusStop || a.DesiredStatus == AllocDesiredStatusEvict
+}
+
+// ClientTerminalStatus reports whether the alloc finished on its node
+// (complete, failed or lost).
+func (a *Allocation) ClientTerminalStatus() bool {
+	switch a.ClientStatus {
+	case AllocClientStatusComplete, AllocClientStatusFailed, AllocClientStatusLost:
+		return true
+	}
+	return false
+}
+
+// TerminalStatus reports whether the alloc is terminal on either side: it
+// no longer holds resources once both sides agree, and is never run again.
+func (a *Allocation) TerminalStatus() bool {
+	return a.ServerTerminalStatus() || a.ClientTerminalStatus()
+}
+
+// HoldsResources reports whether the alloc still counts against its node's
+// capacity: until the node has finished it (client terminal), or until the
+// server has stopped it and the node never started it. Nomad counts every
+// non-terminal alloc; drover does the same.
+func (a *Allocation) HoldsResources() bool {
+	return !a.TerminalStatus()
+}
+
+// Index returns the alloc's name index (the number in "job.group[N]"), or
+// 0 when the name has none.
+func (a *Allocation) Index() uint {
+	idx, _ := AllocIndexFromName(a.Name)
+	return idx
+}
+
+// LastUnknown returns when the alloc last became "unknown", or the zero
+// time.
+func (a *Allocation) LastUnknown() time.Time {
+	for i := len(a.AllocStates) - 1; i >= 0; i-- {
+		s := a.AllocStates[i]
+		if s.Field == AllocStateFieldClientStatus && s.Value == AllocClientStatusUnknown {
+			return s.Time
+		}
+	}
+	return time.Time{}
+}
+
+// AppendState records a client-status transition at t.
+func (a *Allocation) AppendState(value string, t time.Time) {
+	a.AllocStates = append(a.AllocStates, &AllocState{Field: AllocStateFieldClientStatus, Value: value, Time: t})
+}
+
+// Copy returns a deep copy of the alloc. Job is shared, not copied: job
+// versions are immutable once written.
+func (a *Allocation) Copy() *Allocation {
+	if a == nil {
+		return nil
+	}
+	c := *a
+	if a.AllocatedResources != nil {
+		ar := &AllocatedResources{Tasks: make(map[string]*AllocatedTaskResources, len(a.AllocatedResources.Tasks)), Shared: a.AllocatedResources.Shared}
+		for k, v := range a.AllocatedResources.Tasks {
+			tv := *v
+			ar.Tasks[k] = &tv
+		}
+		c.AllocatedResources = ar
+	}
+	if a.Metrics != nil {
+		m := *a.Metrics
+		m.ScoreMetaData = append([]*NodeScoreMeta(nil), a.Metrics.ScoreMetaData...)
+		c.Metrics = &m
+	}
+	c.DesiredTransition = DesiredTransition{
+		Migrate:         copyBoolPtr(a.DesiredTransition.Migrate),
+		Reschedule:      copyBoolPtr(a.DesiredTransition.Reschedule),
+		ForceReschedule: copyBoolPtr(a.DesiredTransition.ForceReschedule),
+	}
+	if a.TaskStates != nil {
+		c.TaskStates = make(map[string]*TaskState, len(a.TaskStates))
+		for k, v := range a.TaskStates {
+			ts := *v
+			ts.Events = make([]*TaskEvent, len(v.Events))
+			for i, e := range v.Events {
+				ec := *e
+				ts.Events[i] = &ec
+			}
+			c.TaskStates[k] = &ts
+		}
+	}
+	if a.AllocStates != nil {
+		c.AllocStates = make([]*AllocState, len(a.AllocStates))
+		for i, s := range a.AllocStates {
+			sc := *s
+			c.AllocStates[i] = &sc
+		}
+	}
+	if a.DeploymentStatus != nil {
+		ds := *a.DeploymentStatus
+		ds.Healthy = copyBoolPtr(a.DeploymentStatus.Healthy)
+		c.DeploymentStatus = &ds
+	}
+	c.RescheduleTracker = a.RescheduleTracker.Copy()
+	return &c
+}
+
+func copyBoolPtr(b *bool) *bool {
+	if b == nil {
+		return nil
+	}
+	v := *b
+	return &v
+}
+
+// AllocName returns Nomad's allocation name "job.group[index]".
+func AllocName(jobID, group string, index uint) string {
+	return jobID + "." + group + "[" + strconv.FormatUint(uint64(index), 10) + "]"
+}
+
+// AllocIndexFromName parses the index out of "job.group[index]". It
+// returns false when the name has no well-formed trailing index.
+func AllocIndexFromName(name string) (uint, bool) {
+	if !strings.HasSuffix(name, "]") {
+		return 0, false
+	}
+	open := strings.LastIndexByte(name, '[')
+	if open < 0 {
+		return 0, false
+	}
+	n, err := strconv.ParseUint(name[open+1:len(name)-1], 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return uint(n), true
+}
+
+// AllocListStub is the summary of an allocation that list endpoints return,
+// in Nomad's shape.
+type AllocListStub struct {
+	ID                 string
+	EvalID             string
+	Name               string
+	Namespace          string
+	NodeID             string
+	NodeName           string
+	JobID              string
+	JobType            string
+	JobVersion         uint64
+	TaskGroup          string
+	DesiredStatus      string
+	DesiredDescription string
+	ClientStatus       string
+	ClientDescription  string
+	TaskStates         map[string]*TaskState  `json:",omitempty"`
+	DeploymentStatus   *AllocDeploymentStatus `json:",omitempty"`
+	FollowupEvalID     string
+	RescheduleTracker  *RescheduleTracker `json:",omitempty"`
+	PreviousAllocation string
+	NextAllocation     string
+	CreateIndex        uint64
+	ModifyIndex        uint64
+	CreateTime         int64
+	ModifyTime         int64
+}
+
+// Stub returns the list summary of the alloc.
+func (a *Allocation) Stub() *AllocListStub {
+	s := &AllocListStub{
+		ID: a.ID, EvalID: a.EvalID, Name: a.Name, Namespace: a.Namespace,
+		NodeID: a.NodeID, NodeName: a.NodeName, JobID: a.JobID, JobVersion: a.JobVersion,
+		TaskGroup: a.TaskGroup, DesiredStatus: a.DesiredStatus, DesiredDescription: a.DesiredDescription,
+		ClientStatus: a.ClientStatus, ClientDescription: a.ClientDescription, TaskStates: a.TaskStates,
+		DeploymentStatus: a.DeploymentStatus, FollowupEvalID: a.FollowupEvalID,
+		RescheduleTracker: a.RescheduleTracker, PreviousAllocation: a.PreviousAllocation,
+		NextAllocation: a.NextAllocation, CreateIndex: a.CreateIndex, ModifyIndex: a.ModifyIndex,
+		CreateTime: a.CreateTime, ModifyTime: a.ModifyTime,
+	}
+	if a.Job != nil {
+		s.JobType = a.Job.Type
+	}
+	return s
+}
+
+// String names the alloc for logs and errors.
+func (a *Allocation) String() string {
+	return fmt.Sprintf("alloc %s (%s)", a.ID, a.Name)
+}

@@ -1,0 +1,421 @@
+package structs
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Job types, as in Nomad. drover schedules service and batch jobs; system and
+// sysbatch are recognised only so that validation can reject them by name.
+const (
+	JobTypeService  = "service"
+	JobTypeBatch    = "batch"
+	JobTypeSystem   = "system"
+	JobTypeSysBatch = "sysbatch"
+)
+
+// Job statuses, as Nomad reports them in a job's Status field.
+const (
+	JobStatusPending = "pending" // no allocation is running yet
+	JobStatusRunning = "running" // at least one allocation is non-terminal
+	JobStatusDead    = "dead"    // stopped, or every allocation is terminal
+)
+
+// Job priority bounds and default, as in Nomad (1..100, default 50).
+const (
+	JobMinPriority     = 1
+	JobMaxPriority     = 100
+	JobDefaultPriority = 50
+)
+
+// DefaultNamespace is the namespace a job lands in when it names none.
+const DefaultNamespace = "default"
+
+// DefaultNodePool is the node pool of nodes and jobs that name none.
+const DefaultNodePool = "default"
+
+// NodePoolAll is the built-in pool a job may name to run on every node.
+const NodePoolAll = "all"
+
+// Job is one version of a job specification plus the server-side fields
+// that describe it (version, stability, indexes). The shape and JSON names
+// are Nomad's structs.Job for the fields drover supports.
+type Job struct {
+	Region      string
+	Namespace   string
+	ID          string
+	Name        string
+	Type        string // JobTypeService or JobTypeBatch
+	Priority    int    // 1..100
+	AllAtOnce   bool
+	Datacenters []string // empty or ["*"] means every datacenter
+	NodePool    string
+	Constraints []*Constraint
+	TaskGroups  []*TaskGroup
+	// Update is the job-level update strategy; groups inherit it when they
+	// set none (Nomad's canonicalization does the merge).
+	Update *UpdateStrategy `json:",omitempty"`
+	// Multiregion is kept only so that the reconciler can tell a
+	// multiregion job (deployments end "blocked" rather than successful);
+	// the job parser rejects the block until drover supports it.
+	Multiregion *Multiregion      `json:",omitempty"`
+	Meta        map[string]string `json:",omitempty"`
+
+	// Server-side fields.
+
+	// Stop marks a job the user stopped (deregistered without purge).
+	Stop              bool
+	Status            string
+	StatusDescription string
+	// Stable is true once a deployment of this version succeeded.
+	Stable bool
+	// Version starts at 0 and grows by one with every registration that
+	// changes the specification.
+	Version uint64
+	// SubmitTime is when this version was registered, unix nanoseconds.
+	SubmitTime int64
+	// CreateIndex is the state index at which this job (incarnation) was
+	// first registered. Allocations of an earlier incarnation of the same
+	// job ID (purged, then registered again) carry a different one.
+	CreateIndex uint64
+	// ModifyIndex changes with every write to the job (status included).
+	ModifyIndex uint64
+	// JobModifyIndex changes only when the specification changes: a plan
+	// computed from one JobModifyIndex commits only while it is current.
+	JobModifyIndex uint64
+}
+
+// Multiregion is the subset of Nomad's multiregion block the reconciler
+// needs: whether the job spans regions.
+type Multiregion struct {
+	Regions []*MultiregionRegion
+}
+
+// MultiregionRegion names one region of a multiregion job.
+type MultiregionRegion struct {
+	Name string
+}
+
+// IsMultiregion reports whether the job has a multiregion block with at
+// least one region, as Nomad's Job.IsMultiregion.
+func (j *Job) IsMultiregion() bool {
+	return j != nil && j.Multiregion != nil && len(j.Multiregion.Regions) > 0
+}
+
+// Stopped reports whether the job is nil (purged) or marked stopped.
+func (j *Job) Stopped() bool {
+	return j == nil || j.Stop
+}
+
+// LookupTaskGroup returns the group with the given name, or nil.
+func (j *Job) LookupTaskGroup(name string) *TaskGroup {
+	if j == nil {
+		return nil
+	}
+	for _, tg := range j.TaskGroups {
+		if tg.Name == name {
+			return tg
+		}
+	}
+	return nil
+}
+
+// NamespacedID returns "namespace/id", the key drover uses wherever a job
+// must be named across namespaces (queue message groups, for example).
+func (j *Job) NamespacedID() string {
+	return NamespacedJobID(j.Namespace, j.ID)
+}
+
+// NamespacedJobID returns "namespace/id".
+func NamespacedJobID(namespace, jobID string) string {
+	return namespace + "/" + jobID
+}
+
+// Copy returns a deep copy of the job. It goes through JSON, which is exact
+// for every field of Job (Config values are JSON values to begin with).
+// It panics only if the job holds values JSON cannot encode, which the
+// parser never lets in.
+func (j *Job) Copy() *Job {
+	if j == nil {
+		return nil
+	}
+	b, err := json.Marshal(j)
+	if err != nil {
+		panic(fmt.Sprintf("copy job %q: %v", j.ID, err))
+	}
+	out := new(Job)
+	if err := json.Unmarshal(b, out); err != nil {
+		panic(fmt.Sprintf("copy job %q: %v", j.ID, err))
+	}
+	return out
+}
+
+// TaskGroup is a set of tasks placed together on one node; Count copies of
+// it run, each one allocation named job.group[index].
+type TaskGroup struct {
+	Name          string
+	Count         int
+	Constraints   []*Constraint
+	Tasks         []*Task
+	RestartPolicy *RestartPolicy `json:",omitempty"`
+	// ReschedulePolicy decides whether and when a failed allocation is
+	// replaced on another node (control-plane side; restarts are local).
+	ReschedulePolicy *ReschedulePolicy `json:",omitempty"`
+	EphemeralDisk    *EphemeralDisk    `json:",omitempty"`
+	Update           *UpdateStrategy   `json:",omitempty"`
+	Migrate          *MigrateStrategy  `json:",omitempty"`
+	Meta             map[string]string `json:",omitempty"`
+	// MaxClientDisconnect: when set, allocations on a node that stops
+	// heartbeating become "unknown" for this long instead of "lost", and
+	// may reconnect. (Nomad 1.8+: disconnect { lost_after }.)
+	MaxClientDisconnect *time.Duration `json:",omitempty"`
+	// StopAfterClientDisconnect: when set, allocations on a disconnected
+	// node are stopped this long after the disconnect. (Nomad 1.8+:
+	// disconnect { stop_on_client_after }.)
+	StopAfterClientDisconnect *time.Duration `json:",omitempty"`
+	// PreventRescheduleOnLost keeps a lost allocation from being replaced
+	// until its node is back. (Nomad 1.8+: disconnect { replace = false }.)
+	PreventRescheduleOnLost bool `json:",omitempty"`
+	// ShutdownDelay is waited between deregistering and killing tasks.
+	ShutdownDelay *time.Duration `json:",omitempty"`
+}
+
+// LookupTask returns the task with the given name, or nil.
+func (tg *TaskGroup) LookupTask(name string) *Task {
+	if tg == nil {
+		return nil
+	}
+	for _, t := range tg.Tasks {
+		if t.Name == name {
+			return t
+		}
+	}
+	return nil
+}
+
+// CombinedResources returns what one allocation of the group asks of a
+// node: CPU (MHz) and memory (MiB) summed over the tasks, and the group's
+// ephemeral disk (MiB).
+func (tg *TaskGroup) CombinedResources() ComparableResources {
+	var out ComparableResources
+	for _, t := range tg.Tasks {
+		if t.Resources != nil {
+			out.CPU += int64(t.Resources.CPU)
+			out.MemoryMB += int64(t.Resources.MemoryMB)
+		}
+	}
+	if tg.EphemeralDisk != nil {
+		out.DiskMB = int64(tg.EphemeralDisk.SizeMB)
+	}
+	return out
+}
+
+// Task is one process of a task group, run by a driver.
+type Task struct {
+	Name      string
+	Driver    string
+	User      string
+	Lifecycle *TaskLifecycle `json:",omitempty"`
+	// Config is the driver's configuration (for raw_exec: command, args).
+	Config        map[string]any
+	Constraints   []*Constraint
+	Env           map[string]string
+	Resources     *Resources
+	RestartPolicy *RestartPolicy    `json:",omitempty"`
+	Meta          map[string]string `json:",omitempty"`
+	// KillTimeout is how long the task has between its kill signal and
+	// SIGKILL (Nomad default 5s).
+	KillTimeout time.Duration
+	LogConfig   *LogConfig `json:",omitempty"`
+	// Leader: when the leader task exits, the other tasks are stopped.
+	Leader        bool
+	ShutdownDelay time.Duration
+	// KillSignal is the first signal sent on stop (default SIGINT, as in
+	// Nomad).
+	KillSignal string
+}
+
+// TaskLifecycle orders a task relative to the group's main tasks.
+type TaskLifecycle struct {
+	Hook    string // "prestart", "poststart" or "poststop"
+	Sidecar bool
+}
+
+// Lifecycle hooks.
+const (
+	TaskLifecycleHookPrestart  = "prestart"
+	TaskLifecycleHookPoststart = "poststart"
+	TaskLifecycleHookPoststop  = "poststop"
+)
+
+// Resources is what a task asks for. CPU is in MHz, memory and disk in MiB.
+type Resources struct {
+	CPU         int // MHz
+	Cores       int
+	MemoryMB    int // MiB
+	MemoryMaxMB int // MiB, 0 = no oversubscription
+	DiskMB      int // MiB (deprecated at task level in Nomad; ephemeral disk wins)
+}
+
+// ComparableResources is a flat sum of resources used for fit checks:
+// CPU in MHz, memory and disk in MiB.
+type ComparableResources struct {
+	CPU      int64
+	MemoryMB int64
+	DiskMB   int64
+}
+
+// Add returns r + o.
+func (r ComparableResources) Add(o ComparableResources) ComparableResources {
+	return ComparableResources{CPU: r.CPU + o.CPU, MemoryMB: r.MemoryMB + o.MemoryMB, DiskMB: r.DiskMB + o.DiskMB}
+}
+
+// Sub returns r - o.
+func (r ComparableResources) Sub(o ComparableResources) ComparableResources {
+	return ComparableResources{CPU: r.CPU - o.CPU, MemoryMB: r.MemoryMB - o.MemoryMB, DiskMB: r.DiskMB - o.DiskMB}
+}
+
+// Superset reports whether r covers o in every dimension; when it does not,
+// it names the first exhausted dimension ("cpu", "memory" or "disk"), the
+// words Nomad uses in DimensionExhausted.
+func (r ComparableResources) Superset(o ComparableResources) (bool, string) {
+	switch {
+	case r.CPU < o.CPU:
+		return false, "cpu"
+	case r.MemoryMB < o.MemoryMB:
+		return false, "memory"
+	case r.DiskMB < o.DiskMB:
+		return false, "disk"
+	}
+	return true, ""
+}
+
+// Constraint restricts placement: LTarget (usually an interpolated node
+// attribute such as ${attr.kernel.name}) compared to RTarget by Operand.
+type Constraint struct {
+	LTarget string
+	RTarget string
+	Operand string
+}
+
+// String renders the constraint as Nomad does in placement metrics.
+func (c *Constraint) String() string {
+	return fmt.Sprintf("%s %s %s", c.LTarget, c.Operand, c.RTarget)
+}
+
+// Constraint operands. The ones drover evaluates are listed in
+// SupportedConstraintOperands.
+const (
+	ConstraintEqual           = "="
+	ConstraintEqualAlt        = "=="
+	ConstraintIs              = "is"
+	ConstraintNotEqual        = "!="
+	ConstraintNot             = "not"
+	ConstraintLess            = "<"
+	ConstraintLessEqual       = "<="
+	ConstraintGreater         = ">"
+	ConstraintGreaterEqual    = ">="
+	ConstraintRegex           = "regexp"
+	ConstraintVersion         = "version"
+	ConstraintSemver          = "semver"
+	ConstraintSetContains     = "set_contains"
+	ConstraintSetContainsAll  = "set_contains_all"
+	ConstraintSetContainsAny  = "set_contains_any"
+	ConstraintAttributeIsSet  = "is_set"
+	ConstraintAttributeNotSet = "is_not_set"
+	ConstraintDistinctHosts   = "distinct_hosts"
+	ConstraintDistinctProp    = "distinct_property"
+)
+
+// RestartPolicy governs local restarts of a task by the node agent: at most
+// Attempts restarts within each Interval, Delay apart; then Mode decides
+// ("fail": the task fails; "delay": wait for the interval to end and go on).
+type RestartPolicy struct {
+	Attempts        int
+	Interval        time.Duration
+	Delay           time.Duration
+	Mode            string // RestartPolicyModeFail or RestartPolicyModeDelay
+	RenderTemplates bool   `json:",omitempty"`
+}
+
+// Restart policy modes.
+const (
+	RestartPolicyModeDelay = "delay"
+	RestartPolicyModeFail  = "fail"
+)
+
+// ReschedulePolicy governs replacement of failed allocations by the control
+// plane: Attempts within Interval (or Unlimited), with Delay grown by
+// DelayFunction up to MaxDelay.
+type ReschedulePolicy struct {
+	Attempts      int
+	Interval      time.Duration
+	Delay         time.Duration
+	DelayFunction string // "constant", "exponential" or "fibonacci"
+	MaxDelay      time.Duration
+	Unlimited     bool
+}
+
+// Reschedule delay functions.
+const (
+	DelayFunctionConstant    = "constant"
+	DelayFunctionExponential = "exponential"
+	DelayFunctionFibonacci   = "fibonacci"
+)
+
+// Enabled reports whether the policy allows any rescheduling.
+func (p *ReschedulePolicy) Enabled() bool {
+	return p != nil && (p.Unlimited || (p.Attempts > 0 && p.Interval > 0))
+}
+
+// UpdateStrategy is a group's rolling-update and canary configuration.
+// MaxParallel 0 means no update strategy (all at once, no deployment).
+type UpdateStrategy struct {
+	Stagger          time.Duration
+	MaxParallel      int
+	HealthCheck      string // "checks", "task_states" or "manual"
+	MinHealthyTime   time.Duration
+	HealthyDeadline  time.Duration
+	ProgressDeadline time.Duration
+	Canary           int
+	AutoRevert       bool
+	AutoPromote      bool
+}
+
+// Update health checks.
+const (
+	UpdateHealthCheckChecks     = "checks"
+	UpdateHealthCheckTaskStates = "task_states"
+	UpdateHealthCheckManual     = "manual"
+)
+
+// IsEmpty reports whether the strategy does nothing (nil or MaxParallel 0),
+// as Nomad's UpdateStrategy.IsEmpty.
+func (u *UpdateStrategy) IsEmpty() bool {
+	return u == nil || u.MaxParallel == 0
+}
+
+// MigrateStrategy governs how allocations leave a draining node.
+type MigrateStrategy struct {
+	MaxParallel     int
+	HealthCheck     string
+	MinHealthyTime  time.Duration
+	HealthyDeadline time.Duration
+}
+
+// EphemeralDisk is the group's scratch disk. Sticky keeps it for a
+// replacement on the same node; Migrate moves it to another node.
+type EphemeralDisk struct {
+	Sticky  bool
+	SizeMB  int // MiB
+	Migrate bool
+}
+
+// LogConfig bounds a task's captured stdout/stderr: MaxFiles files of at
+// most MaxFileSizeMB MiB each per stream.
+type LogConfig struct {
+	MaxFiles      int
+	MaxFileSizeMB int  // MiB
+	Disabled      bool `json:",omitempty"`
+}
