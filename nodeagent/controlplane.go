@@ -1,0 +1,33 @@
+package nodeagent
+
+import (
+	"context"
+	"time"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// ControlPlane is what a node agent needs from drover's control plane. In
+// the dev agent it is served in-process; otherwise over the server's HTTP
+// API (or, on AWS, partly from the node's own DynamoDB items).
+type ControlPlane interface {
+	// RegisterNode creates or updates the node (fingerprint, drivers,
+	// resources) and marks it ready. It returns the heartbeat TTL: the
+	// agent must heartbeat well within it.
+	RegisterNode(ctx context.Context, node *structs.Node) (ttl time.Duration, err error)
+	// Heartbeat keeps the node alive and returns the TTL to use next.
+	Heartbeat(ctx context.Context, nodeID string) (ttl time.Duration, err error)
+	// AssignmentIndex returns the node's assignment index, which moves
+	// whenever a committed plan or a server-side change touches one of the
+	// node's allocations. It is cheap: the agent polls it.
+	AssignmentIndex(ctx context.Context, nodeID string) (uint64, error)
+	// Assignments returns every allocation assigned to the node that the
+	// control plane still knows (terminal ones until garbage collected),
+	// each with Job set to the job version it runs, and the assignment
+	// index they were read at.
+	Assignments(ctx context.Context, nodeID string) ([]*structs.Allocation, uint64, error)
+	// UpdateAllocs reports client-side state for allocations of the node:
+	// for each, ID plus ClientStatus, ClientDescription, TaskStates and
+	// DeploymentStatus (health) are read; other fields are ignored.
+	UpdateAllocs(ctx context.Context, nodeID string, updates []*structs.Allocation) error
+}
