@@ -1,6 +1,7 @@
 package structs
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"time"
@@ -418,4 +419,26 @@ type LogConfig struct {
 	MaxFiles      int
 	MaxFileSizeMB int  // MiB
 	Disabled      bool `json:",omitempty"`
+}
+
+// SpecChanged reports whether two versions of a job differ in their
+// specification, ignoring the server-side fields (Stop, Status, Stable,
+// Version, SubmitTime and indexes). A registration that changes nothing
+// keeps its version, as in Nomad.
+func SpecChanged(a, b *Job) bool {
+	if a == nil || b == nil {
+		return a != b
+	}
+	return !bytes.Equal(specJSON(a), specJSON(b))
+}
+
+func specJSON(j *Job) []byte {
+	c := *j
+	c.Stop, c.Status, c.StatusDescription, c.Stable = false, "", "", false
+	c.Version, c.SubmitTime, c.CreateIndex, c.ModifyIndex, c.JobModifyIndex = 0, 0, 0, 0, 0
+	b, err := json.Marshal(&c)
+	if err != nil {
+		panic(fmt.Sprintf("encode job %q: %v", j.ID, err))
+	}
+	return b
 }

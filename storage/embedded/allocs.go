@@ -1,0 +1,253 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+func decodeInto[T any](data []byte) (*T, error) {
+	out := new(T)
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, fmt.Errorf("decode %T: %w", out, err)
+	}
+	return out, nil
+}
+
+// jobCache fills allocations' Job from the stored job versions, reading
+// each version once per transaction.
+type jobCache struct {
+	tx   *bolt.Tx
+	jobs map[string]*structs.Job
+}
+
+func newJobCache(tx *bolt.Tx) *jobCache {
+	return &jobCache{tx: tx, jobs: map[string]*structs.Job{}}
+}
+
+func (c *jobCache) fill(a *structs.Allocation) error {
+	k := string(versionKey(a.Namespace, a.JobID, a.JobVersion))
+	j, ok := c.jobs[k]
+	if !ok {
+		var err error
+		j, err = getJSON[structs.Job](c.tx.Bucket(bJobVersions), []byte(k))
+		if err != nil {
+			return err
+		}
+		c.jobs[k] = j
+	}
+	a.Job = j
+	return nil
+}
+
+// getAlloc reads one alloc (without Job), or nil.
+func getAlloc(tx *bolt.Tx, id string) (*structs.Allocation, error) {
+	return getJSON[structs.Allocation](tx.Bucket(bAllocs), []byte(id))
+}
+
+// putAlloc writes an alloc without its Job.
+func putAlloc(tx *bolt.Tx, a *structs.Allocation) error {
+	job := a.Job
+	a.Job = nil
+	err := putJSON(tx.Bucket(bAllocs), []byte(a.ID), a)
+	a.Job = job
+	return err
+}
+
+// allocsByIndex reads the allocs listed under prefix in an index bucket,
+// with their Jobs, sorted by ID.
+func allocsByIndex(tx *bolt.Tx, bucket, prefix []byte) ([]*structs.Allocation, error) {
+	var out []*structs.Allocation
+	jc := newJobCache(tx)
+	err := scanIndex(tx.Bucket(bucket), prefix, func(id string) error {
+		a, err := getAlloc(tx, id)
+		if err != nil || a == nil {
+			return err
+		}
+		if err := jc.fill(a); err != nil {
+			return err
+		}
+		out = append(out, a)
+		return nil
+	})
+	return out, err
+}
+
+// Alloc implements storage.Store.
+func (s *Store) Alloc(ctx context.Context, id string) (*structs.Allocation, error) {
+	var out *structs.Allocation
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		a, err := getAlloc(tx, id)
+		if err != nil {
+			return err
+		}
+		if a == nil {
+			return storage.NotFoundf("alloc %q", id)
+		}
+		out = a
+		return newJobCache(tx).fill(a)
+	})
+	return out, err
+}
+
+// AllocsByPrefix implements storage.Store.
+func (s *Store) AllocsByPrefix(ctx context.Context, ns, prefix string) ([]*structs.Allocation, error) {
+	var out []*structs.Allocation
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		jc := newJobCache(tx)
+		c := tx.Bucket(bAllocs).Cursor()
+		p := []byte(prefix)
+		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
+			a, err := decodeInto[structs.Allocation](v)
+			if err != nil {
+				return err
+			}
+			if ns != "" && ns != "*" && a.Namespace != ns {
+				continue
+			}
+			if err := jc.fill(a); err != nil {
+				return err
+			}
+			out = append(out, a)
+		}
+		return nil
+	})
+	return out, err
+}
+
+// AllocsByJob implements storage.Store.
+func (s *Store) AllocsByJob(ctx context.Context, ns, jobID string) ([]*structs.Allocation, error) {
+	var out []*structs.Allocation
+	err := s.read(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = allocsByIndex(tx, bAllocsByJob, prefixKey(ns, jobID))
+		return err
+	})
+	return out, err
+}
+
+// AllocsByNode implements storage.Store.
+func (s *Store) AllocsByNode(ctx context.Context, nodeID string) ([]*structs.Allocation, error) {
+	var out []*structs.Allocation
+	err := s.read(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = allocsByIndex(tx, bAllocsByNode, prefixKey(nodeID))
+		return err
+	})
+	return out, err
+}
+
+// AllocsByEval implements storage.Store.
+func (s *Store) AllocsByEval(ctx context.Context, evalID string) ([]*structs.Allocation, error) {
+	var out []*structs.Allocation
+	err := s.read(ctx, func(tx *bolt.Tx) (err error) {
+		out, err = allocsByIndex(tx, bAllocsByEval, prefixKey(evalID))
+		return err
+	})
+	return out, err
+}
+
+// UpdateAllocsFromClient implements storage.Store.
+func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updates []*structs.Allocation) ([]*storage.ClientAllocChange, error) {
+	var changes []*storage.ClientAllocChange
+	_, err := s.write(ctx, func(w *wtx) error {
+		changes = changes[:0]
+		jc := newJobCache(w.tx)
+		now := time.Now().UnixNano()
+		for _, u := range updates {
+			a, err := getAlloc(w.tx, u.ID)
+			if err != nil {
+				return err
+			}
+			if a == nil {
+				continue // garbage collected meanwhile
+			}
+			if a.NodeID != nodeID {
+				return fmt.Errorf("alloc %s belongs to node %s, not %s", u.ID, a.NodeID, nodeID)
+			}
+			change := &storage.ClientAllocChange{PrevClientStatus: a.ClientStatus, PrevDeploymentInfo: a.DeploymentStatus}
+			if !applyClientUpdate(a, u) {
+				continue
+			}
+			a.ModifyIndex = w.index
+			a.ModifyTime = now
+			if err := putAlloc(w.tx, a); err != nil {
+				return err
+			}
+			if err := jc.fill(a); err != nil {
+				return err
+			}
+			change.Alloc = a
+			changes = append(changes, change)
+			w.touch(storage.TableAllocs)
+			w.touchJob(a.Namespace, a.JobID)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update allocs from node %s: %w", nodeID, err)
+	}
+	return changes, nil
+}
+
+// applyClientUpdate copies the client-owned fields of u onto a and reports
+// whether anything changed. A status the control plane decided (lost) is
+// not overwritten by a late report from the node.
+func applyClientUpdate(a, u *structs.Allocation) bool {
+	before, _ := json.Marshal(a)
+	reported := &structs.Allocation{ClientStatus: u.ClientStatus}
+	if a.ClientStatus != structs.AllocClientStatusLost || reported.ClientTerminalStatus() {
+		if u.ClientStatus != "" {
+			a.ClientStatus = u.ClientStatus
+		}
+		a.ClientDescription = u.ClientDescription
+	}
+	if u.TaskStates != nil {
+		a.TaskStates = u.TaskStates
+	}
+	if u.DeploymentStatus != nil {
+		ds := &structs.AllocDeploymentStatus{}
+		if a.DeploymentStatus != nil {
+			*ds = *a.DeploymentStatus
+		}
+		ds.Healthy = u.DeploymentStatus.Healthy
+		ds.Timestamp = u.DeploymentStatus.Timestamp
+		a.DeploymentStatus = ds
+	}
+	after, _ := json.Marshal(a)
+	return !bytes.Equal(before, after)
+}
+
+// indexAlloc adds a new alloc to the secondary indexes.
+func indexAlloc(tx *bolt.Tx, a *structs.Allocation) error {
+	if err := tx.Bucket(bAllocsByJob).Put(key(a.Namespace, a.JobID, a.ID), nil); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bAllocsByNode).Put(key(a.NodeID, a.ID), nil); err != nil {
+		return err
+	}
+	return tx.Bucket(bAllocsByEval).Put(key(a.EvalID, a.ID), nil)
+}
+
+// nodeUsage sums what the non-terminal allocs on a node hold.
+func nodeUsage(tx *bolt.Tx, nodeID string) (structs.ComparableResources, int, error) {
+	var used structs.ComparableResources
+	n := 0
+	err := scanIndex(tx.Bucket(bAllocsByNode), prefixKey(nodeID), func(id string) error {
+		a, err := getAlloc(tx, id)
+		if err != nil || a == nil {
+			return err
+		}
+		if a.HoldsResources() {
+			used = used.Add(a.AllocatedResources.Comparable())
+			n++
+		}
+		return nil
+	})
+	return used, n, err
+}

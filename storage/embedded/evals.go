@@ -1,0 +1,126 @@
+package embedded
+
+import (
+	"context"
+	"sort"
+	"strings"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+// upsertEval writes an eval, keeping CreateIndex of an existing one.
+func (w *wtx) upsertEval(e *structs.Evaluation) error {
+	b := w.tx.Bucket(bEvals)
+	existing, err := getJSON[structs.Evaluation](b, []byte(e.ID))
+	if err != nil {
+		return err
+	}
+	if existing != nil {
+		e.CreateIndex = existing.CreateIndex
+		if e.CreateTime == 0 {
+			e.CreateTime = existing.CreateTime
+		}
+	} else {
+		e.CreateIndex = w.index
+		if err := w.tx.Bucket(bEvalsByJob).Put(key(e.Namespace, e.JobID, e.ID), nil); err != nil {
+			return err
+		}
+	}
+	e.ModifyIndex = w.index
+	now := time.Now().UnixNano()
+	if e.CreateTime == 0 {
+		e.CreateTime = now
+	}
+	e.ModifyTime = now
+	e.RelatedEvals = nil
+	w.touch(storage.TableEvals)
+	w.touchJob(e.Namespace, e.JobID)
+	return putJSON(b, []byte(e.ID), e)
+}
+
+// UpsertEvals implements storage.Store.
+func (s *Store) UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (uint64, error) {
+	return s.write(ctx, func(w *wtx) error {
+		for _, e := range evals {
+			if err := w.upsertEval(e.Copy()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// Eval implements storage.Store.
+func (s *Store) Eval(ctx context.Context, id string) (*structs.Evaluation, error) {
+	var out *structs.Evaluation
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		e, err := getJSON[structs.Evaluation](tx.Bucket(bEvals), []byte(id))
+		if err != nil {
+			return err
+		}
+		if e == nil {
+			return storage.NotFoundf("evaluation %q", id)
+		}
+		out = e
+		return nil
+	})
+	return out, err
+}
+
+// Evals implements storage.Store.
+func (s *Store) Evals(ctx context.Context, f storage.EvalFilter) ([]*structs.Evaluation, error) {
+	var out []*structs.Evaluation
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bEvals).Cursor()
+		for k, v := c.Seek([]byte(f.Prefix)); k != nil && strings.HasPrefix(string(k), f.Prefix); k, v = c.Next() {
+			e, err := decodeInto[structs.Evaluation](v)
+			if err != nil {
+				return err
+			}
+			if f.Namespace != "" && f.Namespace != "*" && e.Namespace != f.Namespace {
+				continue
+			}
+			if f.JobID != "" && e.JobID != f.JobID {
+				continue
+			}
+			if f.Status != "" && e.Status != f.Status {
+				continue
+			}
+			out = append(out, e)
+		}
+		return nil
+	})
+	sortEvals(out)
+	return out, err
+}
+
+// EvalsByJob implements storage.Store.
+func (s *Store) EvalsByJob(ctx context.Context, ns, jobID string) ([]*structs.Evaluation, error) {
+	var out []*structs.Evaluation
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bEvals)
+		return scanIndex(tx.Bucket(bEvalsByJob), prefixKey(ns, jobID), func(id string) error {
+			e, err := getJSON[structs.Evaluation](b, []byte(id))
+			if err != nil || e == nil {
+				return err
+			}
+			out = append(out, e)
+			return nil
+		})
+	})
+	sortEvals(out)
+	return out, err
+}
+
+func sortEvals(es []*structs.Evaluation) {
+	sort.Slice(es, func(i, j int) bool {
+		if es[i].CreateIndex != es[j].CreateIndex {
+			return es[i].CreateIndex < es[j].CreateIndex
+		}
+		return es[i].ID < es[j].ID
+	})
+}

@@ -1,0 +1,299 @@
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+// JobSnapshot implements storage.Store: one read transaction, so job,
+// allocs and deployment are mutually consistent.
+func (s *Store) JobSnapshot(ctx context.Context, ns, jobID string) (*storage.JobSnapshot, error) {
+	snap := &storage.JobSnapshot{}
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		snap.Index = getUint(tx.Bucket(bMeta).Get(keyIndex))
+		job, err := getJSON[structs.Job](tx.Bucket(bJobs), key(ns, jobID))
+		if err != nil {
+			return err
+		}
+		snap.Job = job
+		snap.Allocs, err = allocsByIndex(tx, bAllocsByJob, prefixKey(ns, jobID))
+		if err != nil {
+			return err
+		}
+		snap.Deployment, err = latestDeployment(tx, ns, jobID)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("snapshot job %s/%s: %w", ns, jobID, err)
+	}
+	return snap, nil
+}
+
+// NodesWithUsage implements storage.Store.
+func (s *Store) NodesWithUsage(ctx context.Context) ([]*storage.NodeUsage, error) {
+	var out []*storage.NodeUsage
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bNodes).Cursor()
+		for k, v := c.First(); k != nil; k, v = c.Next() {
+			n, err := decodeInto[structs.Node](v)
+			if err != nil {
+				return err
+			}
+			used, count, err := nodeUsage(tx, n.ID)
+			if err != nil {
+				return err
+			}
+			out = append(out, &storage.NodeUsage{Node: n, Used: used, Allocs: count})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// CommitPlan implements storage.Store. Everything happens in one bbolt
+// write transaction: either the whole plan lands or nothing does.
+func (s *Store) CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error) {
+	idx, err := s.write(ctx, func(w *wtx) error {
+		return w.commitPlan(plan)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("commit plan for eval %s: %w", plan.EvalID, err)
+	}
+	return idx, nil
+}
+
+func (w *wtx) commitPlan(plan *structs.Plan) error {
+	if err := w.checkJobUnchanged(plan); err != nil {
+		return err
+	}
+	now := time.Now().UnixNano()
+	touchedNodes := map[string]bool{}
+
+	for _, st := range plan.Stops {
+		if err := w.applyStop(st, now); err != nil {
+			return err
+		}
+		touchedNodes[st.NodeID] = true
+	}
+	for _, u := range plan.Updates {
+		if err := w.applyUpdate(u, now); err != nil {
+			return err
+		}
+		touchedNodes[u.NodeID] = true
+	}
+	placedOn := map[string][]*structs.Allocation{}
+	for _, a := range plan.Placements {
+		if err := w.insertAlloc(a, now); err != nil {
+			return err
+		}
+		placedOn[a.NodeID] = append(placedOn[a.NodeID], a)
+		touchedNodes[a.NodeID] = true
+	}
+	if err := w.checkCapacity(placedOn); err != nil {
+		return err
+	}
+	if plan.Deployment != nil {
+		if err := w.upsertDeployment(plan.Deployment.Copy()); err != nil {
+			return err
+		}
+	}
+	for _, u := range plan.DeploymentUpdates {
+		if err := w.updateDeploymentStatus(u); err != nil {
+			return err
+		}
+	}
+	for _, e := range plan.Evals {
+		if err := w.upsertEval(e.Copy()); err != nil {
+			return err
+		}
+	}
+	na := w.tx.Bucket(bNodeAssignment)
+	for n := range touchedNodes {
+		if err := na.Put([]byte(n), putUint(w.index)); err != nil {
+			return err
+		}
+	}
+	w.touchJob(plan.Namespace, plan.JobID)
+	return nil
+}
+
+// checkJobUnchanged enforces invariant 1: a plan commits only if the job
+// specification it was computed from is still the current one.
+func (w *wtx) checkJobUnchanged(plan *structs.Plan) error {
+	job, err := getJSON[structs.Job](w.tx.Bucket(bJobs), key(plan.Namespace, plan.JobID))
+	if err != nil {
+		return err
+	}
+	var cur uint64
+	if job != nil {
+		cur = job.JobModifyIndex
+	}
+	if cur != plan.JobModifyIndex {
+		return storage.Conflictf("job %s/%s changed: job modify index %d, plan computed at %d",
+			plan.Namespace, plan.JobID, cur, plan.JobModifyIndex)
+	}
+	return nil
+}
+
+func (w *wtx) applyStop(st *structs.AllocStop, now int64) error {
+	a, err := getAlloc(w.tx, st.AllocID)
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		return storage.Conflictf("stop of alloc %s: alloc does not exist", st.AllocID)
+	}
+	a.DesiredStatus = st.DesiredStatus
+	a.DesiredDescription = st.DesiredDescription
+	if st.ClientStatus != "" && st.ClientStatus != a.ClientStatus {
+		a.ClientStatus = st.ClientStatus
+		a.AppendState(st.ClientStatus, time.Unix(0, now).UTC())
+	}
+	if st.FollowupEvalID != "" {
+		a.FollowupEvalID = st.FollowupEvalID
+	}
+	return w.putServerChange(a, now)
+}
+
+func (w *wtx) applyUpdate(u *structs.AllocUpdate, now int64) error {
+	a, err := getAlloc(w.tx, u.AllocID)
+	if err != nil {
+		return err
+	}
+	if a == nil {
+		return storage.Conflictf("update of alloc %s: alloc does not exist", u.AllocID)
+	}
+	if u.JobVersion != nil {
+		a.JobVersion = *u.JobVersion
+	}
+	if u.DeploymentID != nil && *u.DeploymentID != a.DeploymentID {
+		a.DeploymentID = *u.DeploymentID
+		a.DeploymentStatus = nil
+	}
+	if u.FollowupEvalID != nil {
+		a.FollowupEvalID = *u.FollowupEvalID
+	}
+	if u.DesiredTransition != nil {
+		a.DesiredTransition = *u.DesiredTransition
+	}
+	if u.ClientStatus != "" && u.ClientStatus != a.ClientStatus {
+		a.ClientStatus = u.ClientStatus
+		a.AppendState(u.ClientStatus, time.Unix(0, now).UTC())
+	}
+	return w.putServerChange(a, now)
+}
+
+// putServerChange writes an alloc changed by the control plane: it moves
+// the alloc's AllocModifyIndex, which the node agent acts on.
+func (w *wtx) putServerChange(a *structs.Allocation, now int64) error {
+	a.ModifyIndex = w.index
+	a.AllocModifyIndex = w.index
+	a.ModifyTime = now
+	w.touch(storage.TableAllocs)
+	w.touchJob(a.Namespace, a.JobID)
+	return putAlloc(w.tx, a)
+}
+
+// insertAlloc writes a new placement. Its ID is deterministic for the
+// placement, so an existing ID means this placement was already committed:
+// a conflict, never a second alloc.
+func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
+	if existing, err := getAlloc(w.tx, in.ID); err != nil {
+		return err
+	} else if existing != nil {
+		return storage.Conflictf("alloc %s (%s) already exists", in.ID, in.Name)
+	}
+	node, err := getJSON[structs.Node](w.tx.Bucket(bNodes), []byte(in.NodeID))
+	if err != nil {
+		return err
+	}
+	if node == nil {
+		return storage.Conflictf("placement of %s on node %s: node does not exist", in.Name, in.NodeID)
+	}
+	if !node.Ready() {
+		return storage.Conflictf("placement of %s on node %s: node is not ready for placements (status %s, eligibility %s, drain %t)",
+			in.Name, in.NodeID, node.Status, node.SchedulingEligibility, node.Drain)
+	}
+	a := in.Copy()
+	a.Job = nil
+	a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = w.index, w.index, w.index
+	if a.CreateTime == 0 {
+		a.CreateTime = now
+	}
+	a.ModifyTime = now
+	if err := putAlloc(w.tx, a); err != nil {
+		return err
+	}
+	if err := indexAlloc(w.tx, a); err != nil {
+		return err
+	}
+	if a.PreviousAllocation != "" {
+		prev, err := getAlloc(w.tx, a.PreviousAllocation)
+		if err != nil {
+			return err
+		}
+		if prev != nil {
+			prev.NextAllocation = a.ID
+			prev.ModifyIndex = w.index
+			prev.ModifyTime = now
+			if err := putAlloc(w.tx, prev); err != nil {
+				return err
+			}
+		}
+	}
+	w.touch(storage.TableAllocs)
+	w.touchJob(a.Namespace, a.JobID)
+	return nil
+}
+
+// checkCapacity enforces invariant 2 at commit time: on every node that
+// receives placements, what non-terminal allocs hold (after this plan's
+// stops, with this plan's placements already written) fits the node.
+func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
+	nodes := make([]string, 0, len(placedOn))
+	for n := range placedOn {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, id := range nodes {
+		node, err := getJSON[structs.Node](w.tx.Bucket(bNodes), []byte(id))
+		if err != nil {
+			return err
+		}
+		used, _, err := nodeUsage(w.tx, id)
+		if err != nil {
+			return err
+		}
+		if ok, dim := node.Capacity().Superset(used); !ok {
+			return storage.Conflictf("node %s over-committed: %s exhausted", id, dim)
+		}
+	}
+	return nil
+}
+
+// latestDeployment returns the job's deployment with the highest
+// CreateIndex, or nil.
+func latestDeployment(tx *bolt.Tx, ns, jobID string) (*structs.Deployment, error) {
+	var latest *structs.Deployment
+	b := tx.Bucket(bDeployments)
+	err := scanIndex(tx.Bucket(bDeploysByJob), prefixKey(ns, jobID), func(id string) error {
+		d, err := getJSON[structs.Deployment](b, []byte(id))
+		if err != nil || d == nil {
+			return err
+		}
+		if latest == nil || d.CreateIndex > latest.CreateIndex ||
+			(d.CreateIndex == latest.CreateIndex && bytes.Compare([]byte(d.ID), []byte(latest.ID)) > 0) {
+			latest = d
+		}
+		return nil
+	})
+	return latest, err
+}

@@ -1,0 +1,277 @@
+// Package embedded is drover's default state store: one bbolt file under
+// the agent's data dir (bbolt: a maintained, pure-Go, single-file
+// transactional key/value store used by etcd; one writer at a time, which
+// gives plan commits the all-or-nothing, serialized semantics the
+// invariants need without a server).
+//
+// Every write is one bbolt transaction that bumps a global index (Nomad's
+// Raft index stand-in) and stamps it on what it touched. Objects are
+// stored as JSON; secondary indexes are key-only buckets.
+package embedded
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/drover-sched/drover/storage"
+)
+
+// Bucket names. Index buckets hold keys only.
+var (
+	bMeta           = []byte("meta")
+	bJobs           = []byte("jobs")          // ns\0job → current *structs.Job
+	bJobVersions    = []byte("job_versions")  // ns\0job\0%020d → *structs.Job
+	bAllocs         = []byte("allocs")        // id → *structs.Allocation (Job stripped)
+	bAllocsByJob    = []byte("allocs_by_job") // ns\0job\0id
+	bAllocsByNode   = []byte("allocs_by_node")
+	bAllocsByEval   = []byte("allocs_by_eval")
+	bEvals          = []byte("evals")
+	bEvalsByJob     = []byte("evals_by_job")
+	bDeployments    = []byte("deployments")
+	bDeploysByJob   = []byte("deployments_by_job")
+	bNodes          = []byte("nodes")
+	bNodeAssignment = []byte("node_assignment") // node id → uint64 index
+
+	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
+		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment}
+
+	keyIndex = []byte("index")
+)
+
+// maxTrackedVersions is how many versions of a job are kept (Nomad keeps 6);
+// older ones go unless an allocation still runs them.
+const maxTrackedVersions = 6
+
+// Store is the bbolt-backed storage.Store.
+type Store struct {
+	db *bolt.DB
+
+	mu       sync.Mutex
+	watchers map[string]chan struct{}
+}
+
+var _ storage.Store = (*Store)(nil)
+var _ storage.Watcher = (*Store)(nil)
+
+// Open opens (creating if needed) the state file at path. It fails if
+// another process holds the file (after a 5 s wait).
+func Open(path string) (*Store, error) {
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if err != nil {
+		return nil, fmt.Errorf("open state file %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("create buckets in %s: %w", path, err)
+	}
+	return &Store{db: db, watchers: map[string]chan struct{}{}}, nil
+}
+
+// Close closes the file.
+func (s *Store) Close() error { return s.db.Close() }
+
+// WatchTables implements storage.Watcher.
+func (s *Store) WatchTables(tables ...string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(tables) == 1 {
+		return s.watchLocked(tables[0])
+	}
+	out := make(chan struct{})
+	chans := make([]chan struct{}, len(tables))
+	for i, t := range tables {
+		chans[i] = s.watchLocked(t)
+	}
+	go func() {
+		// Close out when any table's channel closes. Each table channel
+		// is closed at its next write, so this goroutine always ends.
+		cases := make(chan struct{}, len(chans))
+		for _, c := range chans {
+			go func(c chan struct{}) { <-c; cases <- struct{}{} }(c)
+		}
+		<-cases
+		close(out)
+	}()
+	return out
+}
+
+func (s *Store) watchLocked(table string) chan struct{} {
+	ch, ok := s.watchers[table]
+	if !ok {
+		ch = make(chan struct{})
+		s.watchers[table] = ch
+	}
+	return ch
+}
+
+func (s *Store) notify(tables map[string]bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for t := range tables {
+		if ch, ok := s.watchers[t]; ok {
+			close(ch)
+			delete(s.watchers, t)
+		}
+	}
+}
+
+// wtx is one write transaction: the new index and what it touched.
+type wtx struct {
+	tx     *bolt.Tx
+	index  uint64
+	tables map[string]bool
+	jobs   map[string][2]string // jobs whose status to refresh
+}
+
+// write runs fn in a write transaction with a fresh index and notifies
+// watchers of the tables it touched once the transaction is durable.
+func (s *Store) write(ctx context.Context, fn func(w *wtx) error) (uint64, error) {
+	if err := ctx.Err(); err != nil {
+		return 0, err
+	}
+	var w *wtx
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bMeta)
+		w = &wtx{tx: tx, index: getUint(meta.Get(keyIndex)) + 1, tables: map[string]bool{},
+			jobs: map[string][2]string{}}
+		if err := fn(w); err != nil {
+			return err
+		}
+		for ns := range w.jobs {
+			j := w.jobs[ns]
+			if err := w.refreshJobStatus(j[0], j[1]); err != nil {
+				return err
+			}
+		}
+		if len(w.tables) == 0 {
+			return nil
+		}
+		if err := meta.Put(keyIndex, putUint(w.index)); err != nil {
+			return err
+		}
+		for t := range w.tables {
+			if err := meta.Put([]byte("table/"+t), putUint(w.index)); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return 0, err
+	}
+	s.notify(w.tables)
+	return w.index, nil
+}
+
+func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return s.db.View(fn)
+}
+
+// Index implements storage.Store.
+func (s *Store) Index(ctx context.Context, table string) (uint64, error) {
+	var idx uint64
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		idx = getUint(tx.Bucket(bMeta).Get([]byte("table/" + table)))
+		return nil
+	})
+	return idx, err
+}
+
+func (w *wtx) touch(tables ...string) {
+	for _, t := range tables {
+		w.tables[t] = true
+	}
+}
+
+func (w *wtx) touchJob(ns, id string) {
+	w.jobs[ns+"\x00"+id] = [2]string{ns, id}
+}
+
+// Keys and encodings.
+
+func key(parts ...string) []byte {
+	var b bytes.Buffer
+	for i, p := range parts {
+		if i > 0 {
+			b.WriteByte(0)
+		}
+		b.WriteString(p)
+	}
+	return b.Bytes()
+}
+
+func prefixKey(parts ...string) []byte {
+	return append(key(parts...), 0)
+}
+
+func versionKey(ns, id string, v uint64) []byte {
+	return key(ns, id, fmt.Sprintf("%020d", v))
+}
+
+func putUint(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+func getUint(b []byte) uint64 {
+	if len(b) != 8 {
+		return 0
+	}
+	return binary.BigEndian.Uint64(b)
+}
+
+func putJSON(b *bolt.Bucket, k []byte, v any) error {
+	data, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s: %w", k, err)
+	}
+	return b.Put(k, data)
+}
+
+func getJSON[T any](b *bolt.Bucket, k []byte) (*T, error) {
+	data := b.Get(k)
+	if data == nil {
+		return nil, nil
+	}
+	out := new(T)
+	if err := json.Unmarshal(data, out); err != nil {
+		return nil, fmt.Errorf("decode %q: %w", k, err)
+	}
+	return out, nil
+}
+
+// lastPart returns what follows the last NUL of an index key.
+func lastPart(k []byte) string {
+	i := bytes.LastIndexByte(k, 0)
+	return string(k[i+1:])
+}
+
+// scanIndex calls fn with the last part of each key under prefix.
+func scanIndex(b *bolt.Bucket, prefix []byte, fn func(id string) error) error {
+	c := b.Cursor()
+	for k, _ := c.Seek(prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+		if err := fn(lastPart(k)); err != nil {
+			return err
+		}
+	}
+	return nil
+}

@@ -1,0 +1,83 @@
+package embedded
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/storage/storagetest"
+	"github.com/drover-sched/drover/structs"
+)
+
+func open(t *testing.T, path string) *Store {
+	t.Helper()
+	s, err := Open(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+func TestConformance(t *testing.T) {
+	storagetest.Run(t, func(t *testing.T) storage.Store {
+		return open(t, filepath.Join(t.TempDir(), "state.db"))
+	})
+}
+
+// TestStateSurvivesReopen: the embedded home keeps its state in a real
+// file; what was written is there after the process reopens it.
+func TestStateSurvivesReopen(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	ctx := context.Background()
+	job := &structs.Job{Namespace: "default", ID: "web", Type: "service", TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 1}}}
+	ev := &structs.Evaluation{ID: structs.GenerateUUID(), Namespace: "default", JobID: "web", Status: structs.EvalStatusPending}
+	res, err := s.RegisterJob(ctx, &storage.RegisterJobRequest{Job: job, Eval: ev})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = open(t, path)
+	defer s.Close()
+	got, err := s.Job(ctx, "default", "web")
+	if err != nil || got.JobModifyIndex != res.Job.JobModifyIndex {
+		t.Fatalf("job after reopen: %v %v", got, err)
+	}
+	if e, err := s.Eval(ctx, ev.ID); err != nil || e.Status != structs.EvalStatusPending {
+		t.Fatalf("eval after reopen: %v %v", e, err)
+	}
+	idx, _ := s.Index(ctx, storage.TableJobs)
+	if idx != res.Index {
+		t.Fatalf("jobs index after reopen %d, want %d", idx, res.Index)
+	}
+}
+
+func TestWatchTables(t *testing.T) {
+	s := open(t, filepath.Join(t.TempDir(), "state.db"))
+	defer s.Close()
+	ctx := context.Background()
+	nodes := s.WatchTables(storage.TableNodes)
+	either := s.WatchTables(storage.TableJobs, storage.TableNodes)
+	if _, err := s.UpsertEvals(ctx, &structs.Evaluation{ID: "e1", Namespace: "default", JobID: "j"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-nodes:
+		t.Fatal("an eval write woke a nodes watcher")
+	case <-time.After(50 * time.Millisecond):
+	}
+	if _, err := s.UpsertNode(ctx, &structs.Node{ID: "n1"}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ch := range []<-chan struct{}{nodes, either} {
+		select {
+		case <-ch:
+		case <-time.After(2 * time.Second):
+			t.Fatal("a node write did not wake the watcher")
+		}
+	}
+}

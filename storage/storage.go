@@ -1,0 +1,240 @@
+// Package storage defines drover's state store in the domain's words (jobs
+// and their versions, allocations, evaluations, deployments, nodes, plans)
+// and the errors every backend returns. Backends live in sub-packages:
+// storage/embedded (a bbolt file, the default home) and, later,
+// storage/dynamodb. storage/storagetest holds the ONE conformance suite
+// every backend must pass.
+//
+// Consumers should not depend on Store as a whole: each defines the small
+// interface it uses (the scheduler needs snapshots and CommitPlan, the HTTP
+// API needs reads and registrations, ...), which Store satisfies.
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// ErrNotFound is returned (wrapped) when a looked-up object does not exist.
+var ErrNotFound = errors.New("not found")
+
+// ErrConflict is returned (wrapped, usually in a *ConflictError) when an
+// optimistic-concurrency condition fails: the job changed since the plan
+// was computed, a node would be over-committed, an alloc already exists, an
+// enforced index does not match. It is retryable by re-reading state and
+// computing again, never by repeating the same write.
+var ErrConflict = errors.New("conflict")
+
+// ErrRetryable marks transient failures of a backend (throttling, a
+// transaction conflict with another in-flight write) where repeating the
+// same write after a back-off is right.
+var ErrRetryable = errors.New("retryable")
+
+// ConflictError says which condition failed. errors.Is(err, ErrConflict)
+// holds for it.
+type ConflictError struct {
+	// Reason names the failed condition, e.g. "job web changed: job modify
+	// index 12, plan computed at 9" or "node n1 over-committed: memory".
+	Reason string
+}
+
+// Error implements error.
+func (e *ConflictError) Error() string { return "conflict: " + e.Reason }
+
+// Is makes errors.Is(err, ErrConflict) true.
+func (e *ConflictError) Is(target error) bool { return target == ErrConflict }
+
+// Conflictf returns a *ConflictError with a formatted reason.
+func Conflictf(format string, args ...any) error {
+	return &ConflictError{Reason: fmt.Sprintf(format, args...)}
+}
+
+// NotFoundf returns an error wrapping ErrNotFound with a formatted message.
+func NotFoundf(format string, args ...any) error {
+	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrNotFound)
+}
+
+// Tables name the kinds of objects whose index a reader can wait on
+// (Nomad's table indexes, returned as X-Nomad-Index).
+const (
+	TableJobs        = "jobs"
+	TableAllocs      = "allocs"
+	TableEvals       = "evals"
+	TableDeployments = "deployments"
+	TableNodes       = "nodes"
+)
+
+// RegisterJobRequest registers a new version of a job together with the
+// evaluation that will act on it.
+type RegisterJobRequest struct {
+	// Job is the specification to register. The store sets Version,
+	// CreateIndex, ModifyIndex, JobModifyIndex, SubmitTime, Stable and
+	// Status.
+	Job *structs.Job
+	// Eval is written pending in the same transaction; the store sets its
+	// JobModifyIndex and indexes.
+	Eval *structs.Evaluation
+	// EnforceIndex makes the registration conditional on the job's current
+	// JobModifyIndex being JobModifyIndex (0: the job must not exist), as
+	// Nomad's `job run -check-index`. A mismatch is a conflict.
+	EnforceIndex   bool
+	JobModifyIndex uint64
+	// SubmitTime is the registration time, unix nanoseconds.
+	SubmitTime int64
+}
+
+// RegisterJobResult is what a registration wrote.
+type RegisterJobResult struct {
+	Job   *structs.Job
+	Eval  *structs.Evaluation
+	Index uint64
+}
+
+// DeregisterJobRequest stops (or purges) a job together with the
+// evaluation that will stop its allocations.
+type DeregisterJobRequest struct {
+	Namespace string
+	JobID     string
+	// Purge deletes the job; otherwise a new version with Stop set is
+	// written, as Nomad does. Purged jobs' versions stay until their
+	// allocations are gone, so that those allocs still know their spec.
+	Purge bool
+	Eval  *structs.Evaluation
+}
+
+// NodeUsage is a node and what its allocations that hold resources use:
+// CPU in MHz, memory and disk in MiB.
+type NodeUsage struct {
+	Node *structs.Node
+	Used structs.ComparableResources
+	// Allocs counts the allocations holding resources on the node.
+	Allocs int
+}
+
+// JobSnapshot is what an evaluation reads of one job, consistently: the
+// current job (nil when purged), every allocation of the job (terminal ones
+// included, each with Job set to the version it runs), and the job's latest
+// deployment.
+type JobSnapshot struct {
+	Job        *structs.Job
+	Allocs     []*structs.Allocation
+	Deployment *structs.Deployment
+	// Index is the state index the snapshot was read at.
+	Index uint64
+}
+
+// ClientAllocChange is one allocation changed by a node's status report:
+// the alloc after the change and the client status it had before.
+type ClientAllocChange struct {
+	Alloc              *structs.Allocation
+	PrevClientStatus   string
+	PrevDeploymentInfo *structs.AllocDeploymentStatus
+}
+
+// EvalFilter narrows an evaluation listing.
+type EvalFilter struct {
+	Namespace string // "" or "*": all namespaces
+	Prefix    string // ID prefix
+	JobID     string
+	Status    string
+}
+
+// Store is everything a backend offers. See storage/storagetest for the
+// behaviour every method must have.
+type Store interface {
+	// RegisterJob writes a job version and its pending eval atomically.
+	// A registration whose specification equals the current one keeps the
+	// version and JobModifyIndex (and still writes the eval), as Nomad.
+	RegisterJob(ctx context.Context, req *RegisterJobRequest) (*RegisterJobResult, error)
+	// DeregisterJob stops or purges a job and writes its eval atomically.
+	// It returns ErrNotFound for an unknown job.
+	DeregisterJob(ctx context.Context, req *DeregisterJobRequest) (*RegisterJobResult, error)
+	// Job returns the current version of a job, or ErrNotFound.
+	Job(ctx context.Context, namespace, jobID string) (*structs.Job, error)
+	// JobVersion returns one version of a job, or ErrNotFound.
+	JobVersion(ctx context.Context, namespace, jobID string, version uint64) (*structs.Job, error)
+	// JobVersions returns the stored versions of a job, newest first.
+	JobVersions(ctx context.Context, namespace, jobID string) ([]*structs.Job, error)
+	// Jobs lists current jobs whose ID starts with prefix, in namespace
+	// ("" or "*" for all), sorted by namespace then ID.
+	Jobs(ctx context.Context, namespace, prefix string) ([]*structs.Job, error)
+
+	// JobSnapshot reads what an evaluation of the job needs.
+	JobSnapshot(ctx context.Context, namespace, jobID string) (*JobSnapshot, error)
+	// NodesWithUsage lists every node with the resources its allocations
+	// hold, sorted by node ID.
+	NodesWithUsage(ctx context.Context) ([]*NodeUsage, error)
+	// CommitPlan applies a plan all-or-nothing and returns the index it was
+	// written at. It fails with a *ConflictError when the job's
+	// JobModifyIndex is no longer plan.JobModifyIndex, a placement's alloc
+	// ID exists, a placement's node is missing or not ready, or a node
+	// would be over-committed (the non-terminal allocs on a node, after the
+	// plan's stops, plus its placements must fit the node's capacity).
+	CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error)
+
+	// Alloc returns an allocation with its Job, or ErrNotFound.
+	Alloc(ctx context.Context, allocID string) (*structs.Allocation, error)
+	// AllocsByPrefix lists allocations whose ID starts with prefix.
+	AllocsByPrefix(ctx context.Context, namespace, prefix string) ([]*structs.Allocation, error)
+	// AllocsByJob lists a job's allocations (all of them, terminal too).
+	AllocsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Allocation, error)
+	// AllocsByNode lists the allocations placed on a node.
+	AllocsByNode(ctx context.Context, nodeID string) ([]*structs.Allocation, error)
+	// AllocsByEval lists the allocations an evaluation placed.
+	AllocsByEval(ctx context.Context, evalID string) ([]*structs.Allocation, error)
+	// UpdateAllocsFromClient applies a node's report (client status and
+	// description, task states, deployment health) to allocs of that node
+	// and returns what changed. An alloc of another node is an error;
+	// an unknown alloc is skipped (it may have been garbage collected).
+	UpdateAllocsFromClient(ctx context.Context, nodeID string, updates []*structs.Allocation) ([]*ClientAllocChange, error)
+
+	// UpsertEvals creates or replaces evaluations.
+	UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (uint64, error)
+	// Eval returns an evaluation, or ErrNotFound.
+	Eval(ctx context.Context, evalID string) (*structs.Evaluation, error)
+	// Evals lists evaluations matching the filter, sorted by CreateIndex
+	// then ID.
+	Evals(ctx context.Context, filter EvalFilter) ([]*structs.Evaluation, error)
+	// EvalsByJob lists a job's evaluations, sorted by CreateIndex then ID.
+	EvalsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Evaluation, error)
+
+	// Deployment returns a deployment, or ErrNotFound.
+	Deployment(ctx context.Context, deploymentID string) (*structs.Deployment, error)
+	// LatestDeployment returns the job's most recent deployment, or
+	// ErrNotFound.
+	LatestDeployment(ctx context.Context, namespace, jobID string) (*structs.Deployment, error)
+	// DeploymentsByJob lists a job's deployments, newest first.
+	DeploymentsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Deployment, error)
+
+	// UpsertNode registers a node or updates its fingerprint. Status
+	// becomes ready; scheduling eligibility and drain set by an operator
+	// are kept across re-registrations.
+	UpsertNode(ctx context.Context, node *structs.Node) (*structs.Node, error)
+	// UpdateNodeStatus sets a node's status (ready, down, disconnected).
+	UpdateNodeStatus(ctx context.Context, nodeID, status string, at int64) (*structs.Node, error)
+	// Node returns a node, or ErrNotFound.
+	Node(ctx context.Context, nodeID string) (*structs.Node, error)
+	// Nodes lists nodes whose ID starts with prefix, sorted by ID.
+	Nodes(ctx context.Context, prefix string) ([]*structs.Node, error)
+	// NodeAssignmentIndex returns the index that moves whenever the
+	// control plane changes an allocation of the node.
+	NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64, error)
+
+	// Index returns the index of the last write to a table (Table*
+	// constants); 0 if never written.
+	Index(ctx context.Context, table string) (uint64, error)
+
+	// Close releases the backend.
+	Close() error
+}
+
+// Watcher is offered by backends that can signal writes, so that blocking
+// queries wake at once instead of polling.
+type Watcher interface {
+	// WatchTables returns a channel closed at the next write to any of
+	// the tables.
+	WatchTables(tables ...string) <-chan struct{}
+}
