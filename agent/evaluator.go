@@ -1,0 +1,22 @@
+package agent
+
+import (
+	"go.uber.org/zap"
+
+	evqueue "github.com/drover-sched/drover/events/embedded"
+	"github.com/drover-sched/drover/reconcile"
+	"github.com/drover-sched/drover/scheduler"
+	"github.com/drover-sched/drover/storage/embedded"
+)
+
+// newEvaluator wires the evaluate service with drover's reconciler and
+// update-type decision.
+func newEvaluator(store *embedded.Store, broker *evqueue.Broker, log *zap.Logger) *scheduler.Evaluator {
+	return &scheduler.Evaluator{
+		State:     store,
+		Queue:     broker,
+		Reconcile: reconcile.CountBased,
+		Update:    scheduler.SimpleUpdateType,
+		Logger:    log,
+	}
+}

@@ -1,0 +1,308 @@
+// Package controlplane holds drover's core control-plane services, the ones
+// the HTTP API and node agents call: registering and stopping jobs (a job
+// version and its evaluation in one write, then the eval to the queue),
+// registering nodes and heartbeats, and node status reports with their
+// reactions (a failed alloc creates an evaluation; a finished one frees
+// room for blocked evaluations). It knows nothing of HTTP or of which home
+// it runs in.
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/drover-sched/drover/scheduler"
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+// Store is what the services need of the state store.
+type Store interface {
+	RegisterJob(ctx context.Context, req *storage.RegisterJobRequest) (*storage.RegisterJobResult, error)
+	DeregisterJob(ctx context.Context, req *storage.DeregisterJobRequest) (*storage.RegisterJobResult, error)
+	Job(ctx context.Context, namespace, jobID string) (*structs.Job, error)
+	UpsertNode(ctx context.Context, node *structs.Node) (*structs.Node, error)
+	UpdateNodeStatus(ctx context.Context, nodeID, status string, at int64) (*structs.Node, error)
+	Node(ctx context.Context, nodeID string) (*structs.Node, error)
+	NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64, error)
+	AllocsByNode(ctx context.Context, nodeID string) ([]*structs.Allocation, error)
+	UpdateAllocsFromClient(ctx context.Context, nodeID string, updates []*structs.Allocation) ([]*storage.ClientAllocChange, error)
+	UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (uint64, error)
+	Evals(ctx context.Context, filter storage.EvalFilter) ([]*structs.Evaluation, error)
+}
+
+// DefaultHeartbeatTTL is the heartbeat TTL handed to node agents (Nomad's
+// minimum heartbeat TTL is 10 s).
+const DefaultHeartbeatTTL = 10 * time.Second
+
+// Service is the control plane's core.
+type Service struct {
+	store        Store
+	queue        scheduler.Queue
+	log          *zap.Logger
+	now          func() time.Time
+	heartbeatTTL time.Duration
+
+	mu         sync.Mutex
+	heartbeats map[string]time.Time // node ID → last heartbeat
+}
+
+// Config configures a Service.
+type Config struct {
+	Store  Store
+	Queue  scheduler.Queue
+	Logger *zap.Logger
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// HeartbeatTTL is handed to node agents (default 10 s).
+	HeartbeatTTL time.Duration
+}
+
+// New returns a Service.
+func New(cfg Config) *Service {
+	s := &Service{store: cfg.Store, queue: cfg.Queue, log: cfg.Logger, now: cfg.Now,
+		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.heartbeatTTL <= 0 {
+		s.heartbeatTTL = DefaultHeartbeatTTL
+	}
+	return s
+}
+
+// RegisterRequest is a job registration, as Nomad's JobRegisterRequest.
+type RegisterRequest struct {
+	Job *structs.Job
+	// EnforceIndex registers only if the job's JobModifyIndex is
+	// JobModifyIndex (0: only if it does not exist).
+	EnforceIndex   bool
+	JobModifyIndex uint64
+	// EvalPriority overrides the job's priority for this evaluation.
+	EvalPriority int
+}
+
+// RegisterResponse is Nomad's JobRegisterResponse.
+type RegisterResponse struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	Warnings        string
+	Index           uint64
+}
+
+// RegisterJob writes a new job version and its pending evaluation in one
+// transaction, then sends the evaluation to the queue. If the process dies
+// between the two, the eval is pending in the store and is sent again at
+// the next start (embedded) or by the pending-eval sweep (AWS).
+func (s *Service) RegisterJob(ctx context.Context, req *RegisterRequest) (*RegisterResponse, error) {
+	job := req.Job
+	prio := job.Priority
+	if req.EvalPriority > 0 {
+		prio = req.EvalPriority
+	}
+	ev := s.newEval(job.Namespace, job.ID, job.Type, prio, structs.EvalTriggerJobRegister)
+	res, err := s.store.RegisterJob(ctx, &storage.RegisterJobRequest{
+		Job: job, Eval: ev, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex,
+		SubmitTime: s.now().UnixNano(),
+	})
+	if err != nil {
+		return nil, fmt.Errorf("register job %s: %w", job.ID, err)
+	}
+	s.log.Info("job registered", zap.String("job_id", job.ID), zap.String("namespace", job.Namespace),
+		zap.Uint64("version", res.Job.Version), zap.String("eval_id", res.Eval.ID))
+	s.enqueue(ctx, res.Eval)
+	return &RegisterResponse{EvalID: res.Eval.ID, EvalCreateIndex: res.Eval.CreateIndex,
+		JobModifyIndex: res.Job.JobModifyIndex, Index: res.Index}, nil
+}
+
+// DeregisterJob stops (or purges) a job and sends its evaluation.
+func (s *Service) DeregisterJob(ctx context.Context, namespace, jobID string, purge bool) (*RegisterResponse, error) {
+	cur, err := s.store.Job(ctx, namespace, jobID)
+	if err != nil {
+		return nil, fmt.Errorf("deregister job %s: %w", jobID, err)
+	}
+	ev := s.newEval(namespace, jobID, cur.Type, cur.Priority, structs.EvalTriggerJobDeregister)
+	res, err := s.store.DeregisterJob(ctx, &storage.DeregisterJobRequest{Namespace: namespace, JobID: jobID, Purge: purge, Eval: ev})
+	if err != nil {
+		return nil, fmt.Errorf("deregister job %s: %w", jobID, err)
+	}
+	s.log.Info("job deregistered", zap.String("job_id", jobID), zap.String("namespace", namespace),
+		zap.Bool("purge", purge), zap.String("eval_id", res.Eval.ID))
+	s.enqueue(ctx, res.Eval)
+	return &RegisterResponse{EvalID: res.Eval.ID, EvalCreateIndex: res.Eval.CreateIndex,
+		JobModifyIndex: res.Job.JobModifyIndex, Index: res.Index}, nil
+}
+
+func (s *Service) newEval(namespace, jobID, jobType string, priority int, trigger string) *structs.Evaluation {
+	now := s.now().UnixNano()
+	return &structs.Evaluation{
+		ID: structs.GenerateUUID(), Namespace: namespace, JobID: jobID, Type: jobType, Priority: priority,
+		TriggeredBy: trigger, Status: structs.EvalStatusPending, CreateTime: now, ModifyTime: now,
+	}
+}
+
+func (s *Service) enqueue(ctx context.Context, evals ...*structs.Evaluation) {
+	if s.queue == nil || len(evals) == 0 {
+		return
+	}
+	if err := s.queue.Enqueue(ctx, evals...); err != nil {
+		s.log.Warn("enqueue evaluations; they stay pending in the state store", zap.Error(err))
+	}
+}
+
+// RestorePending sends every pending evaluation in the store to the queue
+// (delayed ones wait for their WaitUntil there). The embedded agent calls
+// it at start, so that evaluations pending at shutdown run again.
+func (s *Service) RestorePending(ctx context.Context) (int, error) {
+	pending, err := s.store.Evals(ctx, storage.EvalFilter{Status: structs.EvalStatusPending})
+	if err != nil {
+		return 0, fmt.Errorf("list pending evals: %w", err)
+	}
+	if s.queue != nil && len(pending) > 0 {
+		if err := s.queue.Enqueue(ctx, pending...); err != nil {
+			return 0, fmt.Errorf("enqueue pending evals: %w", err)
+		}
+	}
+	return len(pending), nil
+}
+
+// RegisterNode implements nodeagent.ControlPlane: it writes the node as
+// ready and re-queues blocked evaluations, which may fit on it now.
+func (s *Service) RegisterNode(ctx context.Context, node *structs.Node) (time.Duration, error) {
+	if node.ID == "" {
+		return 0, fmt.Errorf("register node: missing node ID")
+	}
+	n := node.Copy()
+	n.Status = structs.NodeStatusReady
+	n.StatusUpdatedAt = s.now().Unix()
+	if n.NodePool == "" {
+		n.NodePool = structs.DefaultNodePool
+	}
+	if n.Datacenter == "" {
+		n.Datacenter = structs.DefaultDatacenter
+	}
+	if _, err := s.store.UpsertNode(ctx, n); err != nil {
+		return 0, fmt.Errorf("register node %s: %w", node.ID, err)
+	}
+	s.markHeartbeat(node.ID)
+	s.log.Info("node registered", zap.String("node_id", node.ID), zap.String("node_name", node.Name),
+		zap.String("datacenter", n.Datacenter), zap.String("node_pool", n.NodePool))
+	s.unblock(ctx, "node registered")
+	return s.heartbeatTTL, nil
+}
+
+// Heartbeat implements nodeagent.ControlPlane. A node that was marked down
+// or disconnected becomes ready again.
+func (s *Service) Heartbeat(ctx context.Context, nodeID string) (time.Duration, error) {
+	n, err := s.store.Node(ctx, nodeID)
+	if err != nil {
+		return 0, fmt.Errorf("heartbeat of node %s: %w", nodeID, err)
+	}
+	s.markHeartbeat(nodeID)
+	if n.Status != structs.NodeStatusReady {
+		if _, err := s.store.UpdateNodeStatus(ctx, nodeID, structs.NodeStatusReady, s.now().Unix()); err != nil {
+			return 0, fmt.Errorf("heartbeat of node %s: %w", nodeID, err)
+		}
+		s.log.Info("node ready again", zap.String("node_id", nodeID), zap.String("was", n.Status))
+		s.unblock(ctx, "node ready")
+	}
+	return s.heartbeatTTL, nil
+}
+
+func (s *Service) markHeartbeat(nodeID string) {
+	s.mu.Lock()
+	s.heartbeats[nodeID] = s.now()
+	s.mu.Unlock()
+}
+
+// AssignmentIndex implements nodeagent.ControlPlane.
+func (s *Service) AssignmentIndex(ctx context.Context, nodeID string) (uint64, error) {
+	return s.store.NodeAssignmentIndex(ctx, nodeID)
+}
+
+// Assignments implements nodeagent.ControlPlane. The index is read first,
+// so a change that lands while the allocs are read moves the index again
+// and the agent reads once more.
+func (s *Service) Assignments(ctx context.Context, nodeID string) ([]*structs.Allocation, uint64, error) {
+	idx, err := s.store.NodeAssignmentIndex(ctx, nodeID)
+	if err != nil {
+		return nil, 0, fmt.Errorf("assignment index of node %s: %w", nodeID, err)
+	}
+	allocs, err := s.store.AllocsByNode(ctx, nodeID)
+	if err != nil {
+		return nil, 0, fmt.Errorf("assignments of node %s: %w", nodeID, err)
+	}
+	return allocs, idx, nil
+}
+
+// UpdateAllocs implements nodeagent.ControlPlane: it records the node's
+// report, then reacts as Nomad's node endpoint does: an alloc that failed
+// while wanted creates an evaluation of its job (triggered by
+// alloc-failure), and an alloc that finished frees room, so blocked
+// evaluations are re-queued.
+func (s *Service) UpdateAllocs(ctx context.Context, nodeID string, updates []*structs.Allocation) error {
+	changes, err := s.store.UpdateAllocsFromClient(ctx, nodeID, updates)
+	if err != nil {
+		return err
+	}
+	failedJobs := map[string]*structs.Allocation{}
+	freed := false
+	for _, c := range changes {
+		a := c.Alloc
+		wasTerminal := (&structs.Allocation{ClientStatus: c.PrevClientStatus}).ClientTerminalStatus()
+		if a.ClientTerminalStatus() && !wasTerminal {
+			freed = true
+			s.log.Info("allocation finished", zap.String("alloc_id", a.ID), zap.String("job_id", a.JobID),
+				zap.String("node_id", nodeID), zap.String("client_status", a.ClientStatus))
+		}
+		if a.ClientStatus == structs.AllocClientStatusFailed && c.PrevClientStatus != structs.AllocClientStatusFailed &&
+			a.DesiredStatus == structs.AllocDesiredStatusRun {
+			failedJobs[structs.NamespacedJobID(a.Namespace, a.JobID)] = a
+		}
+	}
+	keys := make([]string, 0, len(failedJobs))
+	for k := range failedJobs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var evals []*structs.Evaluation
+	for _, k := range keys {
+		a := failedJobs[k]
+		job, err := s.store.Job(ctx, a.Namespace, a.JobID)
+		if err != nil || job.Stop {
+			continue // purged or stopped: nothing to reschedule
+		}
+		ev := s.newEval(a.Namespace, a.JobID, job.Type, job.Priority, structs.EvalTriggerRetryFailedAlloc)
+		ev.NodeID = nodeID
+		ev.JobModifyIndex = job.JobModifyIndex
+		evals = append(evals, ev)
+	}
+	if len(evals) > 0 {
+		if _, err := s.store.UpsertEvals(ctx, evals...); err != nil {
+			return fmt.Errorf("create alloc-failure evaluations: %w", err)
+		}
+		for _, ev := range evals {
+			s.log.Info("allocation failed; evaluation created", zap.String("eval_id", ev.ID), zap.String("job_id", ev.JobID), zap.String("node_id", nodeID))
+		}
+		s.enqueue(ctx, evals...)
+	}
+	if freed {
+		s.unblock(ctx, "capacity freed on node "+nodeID)
+	}
+	return nil
+}
+
+func (s *Service) unblock(ctx context.Context, reason string) {
+	if _, err := scheduler.Unblock(ctx, s.store, s.queue, reason, s.log); err != nil {
+		s.log.Warn("unblock evaluations", zap.Error(err))
+	}
+}

@@ -1,0 +1,335 @@
+package httpapi
+
+import (
+	"context"
+	"net/http"
+	"sort"
+
+	"github.com/drover-sched/drover/controlplane"
+	"github.com/drover-sched/drover/jobspec"
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+// JobRegisterResponse is Nomad's answer to PUT /v1/jobs.
+type JobRegisterResponse struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	Warnings        string
+	KnownLeader     bool
+	LastContact     int64
+	LastIndex       uint64
+	RequestTime     int64
+}
+
+// JobDeregisterResponse is Nomad's answer to DELETE /v1/job/:id.
+type JobDeregisterResponse struct {
+	EvalID          string
+	EvalCreateIndex uint64
+	JobModifyIndex  uint64
+	KnownLeader     bool
+	LastContact     int64
+	LastIndex       uint64
+	RequestTime     int64
+}
+
+// JobListStub is a job in GET /v1/jobs, Nomad's shape.
+type JobListStub struct {
+	ID                string
+	ParentID          string
+	Name              string
+	Namespace         string
+	Datacenters       []string
+	NodePool          string
+	Multiregion       *structs.Multiregion `json:",omitempty"`
+	Type              string
+	Priority          int
+	Periodic          bool
+	ParameterizedJob  bool
+	Stop              bool
+	Status            string
+	StatusDescription string
+	JobSummary        *JobSummary
+	CreateIndex       uint64
+	ModifyIndex       uint64
+	JobModifyIndex    uint64
+	SubmitTime        int64
+	Meta              map[string]string `json:",omitempty"`
+}
+
+// JobSummary counts a job's allocations per task group by client status,
+// Nomad's shape.
+type JobSummary struct {
+	JobID       string
+	Namespace   string
+	Summary     map[string]TaskGroupSummary
+	Children    *JobChildrenSummary
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// TaskGroupSummary counts one group's allocations.
+type TaskGroupSummary struct {
+	Queued   int
+	Complete int
+	Failed   int
+	Running  int
+	Starting int
+	Lost     int
+	Unknown  int
+}
+
+// JobChildrenSummary is always zero: drover has no periodic or
+// parameterized jobs yet.
+type JobChildrenSummary struct {
+	Pending int64
+	Running int64
+	Dead    int64
+}
+
+// JobVersionsResponse is Nomad's answer to GET /v1/job/:id/versions.
+type JobVersionsResponse struct {
+	Versions    []*structs.Job
+	Diffs       []any
+	KnownLeader bool
+	LastContact int64
+	LastIndex   uint64
+}
+
+func (s *Server) registerJob(w http.ResponseWriter, r *http.Request) {
+	s.register(w, r, "")
+}
+
+// registerJobAt is POST /v1/job/:id, which Nomad also accepts for
+// registration; the path's ID must match the job's.
+func (s *Server) registerJobAt(w http.ResponseWriter, r *http.Request) {
+	s.register(w, r, r.PathValue("id"))
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request, pathID string) {
+	req, err := jobspec.DecodeRegisterRequestOpts(r.Body, jobspec.DecodeOptions{
+		Namespace: r.URL.Query().Get("namespace"), Region: r.URL.Query().Get("region"),
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if pathID != "" && req.Job.ID != pathID {
+		s.fail(w, r, badRequestf("Job.ID: %q does not match the job ID in the path %q", req.Job.ID, pathID))
+		return
+	}
+	resp, err := s.cfg.Jobs.RegisterJob(r.Context(), &controlplane.RegisterRequest{
+		Job: req.Job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority,
+	})
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	setMeta(w, resp.Index)
+	writeJSON(w, r, http.StatusOK, &JobRegisterResponse{
+		EvalID: resp.EvalID, EvalCreateIndex: resp.EvalCreateIndex, JobModifyIndex: resp.JobModifyIndex,
+		Warnings: resp.Warnings, KnownLeader: true, LastIndex: resp.Index,
+	})
+}
+
+func (s *Server) deregisterJob(w http.ResponseWriter, r *http.Request) {
+	purge, err := boolParam(r, "purge")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	resp, err := s.cfg.Jobs.DeregisterJob(r.Context(), namespaceOf(r), r.PathValue("id"), purge)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	setMeta(w, resp.Index)
+	writeJSON(w, r, http.StatusOK, &JobDeregisterResponse{
+		EvalID: resp.EvalID, EvalCreateIndex: resp.EvalCreateIndex, JobModifyIndex: resp.JobModifyIndex,
+		KnownLeader: true, LastIndex: resp.Index,
+	})
+}
+
+func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableJobs, storage.TableAllocs, storage.TableEvals}, func(ctx context.Context) (any, error) {
+		jobs, err := s.cfg.State.Jobs(ctx, namespaceOf(r), r.URL.Query().Get("prefix"))
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*JobListStub, 0, len(jobs))
+		for _, j := range jobs {
+			sum, err := s.summary(ctx, j)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, &JobListStub{
+				ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters, NodePool: j.NodePool,
+				Multiregion: j.Multiregion, Type: j.Type, Priority: j.Priority, Stop: j.Stop, Status: j.Status,
+				StatusDescription: j.StatusDescription, JobSummary: sum, CreateIndex: j.CreateIndex,
+				ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime, Meta: j.Meta,
+			})
+		}
+		return out, nil
+	})
+}
+
+func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
+		return s.cfg.State.Job(ctx, namespaceOf(r), r.PathValue("id"))
+	})
+}
+
+// requireJob returns ErrNotFound for an unknown job, as Nomad does for
+// the job sub-resources.
+func (s *Server) requireJob(ctx context.Context, r *http.Request) (*structs.Job, error) {
+	return s.cfg.State.Job(ctx, namespaceOf(r), r.PathValue("id"))
+}
+
+func (s *Server) jobAllocations(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
+		if _, err := s.requireJob(ctx, r); err != nil {
+			return nil, err
+		}
+		allocs, err := s.cfg.State.AllocsByJob(ctx, namespaceOf(r), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		return stubs(allocs), nil
+	})
+}
+
+func stubs(allocs []*structs.Allocation) []*structs.AllocListStub {
+	out := make([]*structs.AllocListStub, 0, len(allocs))
+	for _, a := range allocs {
+		out = append(out, a.Stub())
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreateIndex != out[j].CreateIndex {
+			return out[i].CreateIndex > out[j].CreateIndex
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+func (s *Server) jobEvaluations(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableEvals}, func(ctx context.Context) (any, error) {
+		if _, err := s.requireJob(ctx, r); err != nil {
+			return nil, err
+		}
+		evals, err := s.cfg.State.EvalsByJob(ctx, namespaceOf(r), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		sort.SliceStable(evals, func(i, j int) bool { return evals[i].CreateIndex > evals[j].CreateIndex })
+		return evals, nil
+	})
+}
+
+func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableJobs, storage.TableAllocs, storage.TableEvals}, func(ctx context.Context) (any, error) {
+		j, err := s.requireJob(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		return s.summary(ctx, j)
+	})
+}
+
+// summary counts the current incarnation's allocations by client status,
+// plus the allocations still queued (could not be placed) as the latest
+// evaluation recorded them.
+func (s *Server) summary(ctx context.Context, j *structs.Job) (*JobSummary, error) {
+	sum := &JobSummary{JobID: j.ID, Namespace: j.Namespace, Summary: map[string]TaskGroupSummary{},
+		Children: &JobChildrenSummary{}, CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex}
+	for _, tg := range j.TaskGroups {
+		sum.Summary[tg.Name] = TaskGroupSummary{}
+	}
+	allocs, err := s.cfg.State.AllocsByJob(ctx, j.Namespace, j.ID)
+	if err != nil {
+		return nil, err
+	}
+	for _, a := range allocs {
+		if a.Job != nil && a.Job.CreateIndex != j.CreateIndex {
+			continue // an earlier incarnation of the job ID
+		}
+		g := sum.Summary[a.TaskGroup]
+		switch a.ClientStatus {
+		case structs.AllocClientStatusPending:
+			g.Starting++
+		case structs.AllocClientStatusRunning:
+			g.Running++
+		case structs.AllocClientStatusComplete:
+			g.Complete++
+		case structs.AllocClientStatusFailed:
+			g.Failed++
+		case structs.AllocClientStatusLost:
+			g.Lost++
+		case structs.AllocClientStatusUnknown:
+			g.Unknown++
+		}
+		sum.Summary[a.TaskGroup] = g
+	}
+	evals, err := s.cfg.State.EvalsByJob(ctx, j.Namespace, j.ID)
+	if err != nil {
+		return nil, err
+	}
+	// Queued: what the newest evaluation that ran left unplaced.
+	for i := len(evals) - 1; i >= 0; i-- {
+		e := evals[i]
+		if e.Status != structs.EvalStatusComplete && e.Status != structs.EvalStatusBlocked {
+			continue
+		}
+		if e.QueuedAllocations == nil {
+			continue
+		}
+		for tg, q := range e.QueuedAllocations {
+			if g, ok := sum.Summary[tg]; ok {
+				g.Queued = q
+				sum.Summary[tg] = g
+			}
+		}
+		break
+	}
+	return sum, nil
+}
+
+func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
+		versions, err := s.cfg.State.JobVersions(ctx, namespaceOf(r), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		if len(versions) == 0 {
+			return nil, storage.NotFoundf("job %q in namespace %q", r.PathValue("id"), namespaceOf(r))
+		}
+		return &JobVersionsResponse{Versions: versions, KnownLeader: true}, nil
+	})
+}
+
+func (s *Server) jobDeployment(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableDeployments}, func(ctx context.Context) (any, error) {
+		if _, err := s.requireJob(ctx, r); err != nil {
+			return nil, err
+		}
+		d, err := s.cfg.State.LatestDeployment(ctx, namespaceOf(r), r.PathValue("id"))
+		if errorsIsNotFound(err) {
+			return nil, nil // Nomad answers null when the job has none
+		}
+		return d, err
+	})
+}
+
+func (s *Server) jobDeployments(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableDeployments}, func(ctx context.Context) (any, error) {
+		if _, err := s.requireJob(ctx, r); err != nil {
+			return nil, err
+		}
+		ds, err := s.cfg.State.DeploymentsByJob(ctx, namespaceOf(r), r.PathValue("id"))
+		if ds == nil {
+			ds = []*structs.Deployment{}
+		}
+		return ds, err
+	})
+}

@@ -1,0 +1,211 @@
+package httpapi
+
+import (
+	"context"
+	"errors"
+	"net"
+	"net/http"
+	"sort"
+	"strconv"
+
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+func errorsIsNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
+
+func (s *Server) listAllocations(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
+		allocs, err := s.cfg.State.AllocsByPrefix(ctx, namespaceOf(r), r.URL.Query().Get("prefix"))
+		if err != nil {
+			return nil, err
+		}
+		return stubs(allocs), nil
+	})
+}
+
+func (s *Server) getAllocation(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
+		return s.cfg.State.Alloc(ctx, r.PathValue("id"))
+	})
+}
+
+func (s *Server) listEvaluations(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableEvals}, func(ctx context.Context) (any, error) {
+		q := r.URL.Query()
+		evals, err := s.cfg.State.Evals(ctx, storage.EvalFilter{
+			Namespace: namespaceOf(r), Prefix: q.Get("prefix"), JobID: q.Get("job"), Status: q.Get("status"),
+		})
+		if err != nil {
+			return nil, err
+		}
+		sort.SliceStable(evals, func(i, j int) bool { return evals[i].CreateIndex > evals[j].CreateIndex })
+		if evals == nil {
+			evals = []*structs.Evaluation{}
+		}
+		return evals, nil
+	})
+}
+
+// getEvaluation answers GET /v1/evaluation/:id; with ?related=true the
+// eval's RelatedEvals lists the other evaluations of its chain (previous,
+// next, blocked links, followed both ways), as Nomad.
+func (s *Server) getEvaluation(w http.ResponseWriter, r *http.Request) {
+	related, err := boolParam(r, "related")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	s.query(w, r, []string{storage.TableEvals}, func(ctx context.Context) (any, error) {
+		ev, err := s.cfg.State.Eval(ctx, r.PathValue("id"))
+		if err != nil || !related {
+			return ev, err
+		}
+		all, err := s.cfg.State.EvalsByJob(ctx, ev.Namespace, ev.JobID)
+		if err != nil {
+			return nil, err
+		}
+		ev.RelatedEvals = relatedEvals(ev, all)
+		return ev, nil
+	})
+}
+
+// relatedEvals walks the links between a job's evals from ev.
+func relatedEvals(ev *structs.Evaluation, all []*structs.Evaluation) []*structs.EvaluationStub {
+	byID := make(map[string]*structs.Evaluation, len(all))
+	for _, e := range all {
+		byID[e.ID] = e
+	}
+	linked := func(e *structs.Evaluation) []string {
+		out := []string{e.NextEval, e.PreviousEval, e.BlockedEval}
+		for _, o := range all { // links pointing at e
+			if o.NextEval == e.ID || o.PreviousEval == e.ID || o.BlockedEval == e.ID {
+				out = append(out, o.ID)
+			}
+		}
+		return out
+	}
+	seen := map[string]bool{ev.ID: true}
+	queue := []*structs.Evaluation{ev}
+	var out []*structs.EvaluationStub
+	for len(queue) > 0 {
+		cur := queue[0]
+		queue = queue[1:]
+		for _, id := range linked(cur) {
+			if id == "" || seen[id] {
+				continue
+			}
+			seen[id] = true
+			if e, ok := byID[id]; ok {
+				out = append(out, e.Stub())
+				queue = append(queue, e)
+			}
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].CreateIndex < out[j].CreateIndex })
+	return out
+}
+
+func (s *Server) evaluationAllocations(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
+		if _, err := s.cfg.State.Eval(ctx, r.PathValue("id")); err != nil {
+			return nil, err
+		}
+		allocs, err := s.cfg.State.AllocsByEval(ctx, r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		return stubs(allocs), nil
+	})
+}
+
+func (s *Server) getDeployment(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableDeployments}, func(ctx context.Context) (any, error) {
+		return s.cfg.State.Deployment(ctx, r.PathValue("id"))
+	})
+}
+
+func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableNodes}, func(ctx context.Context) (any, error) {
+		nodes, err := s.cfg.State.Nodes(ctx, r.URL.Query().Get("prefix"))
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*structs.NodeListStub, 0, len(nodes))
+		for _, n := range nodes {
+			out = append(out, n.Stub())
+		}
+		return out, nil
+	})
+}
+
+func (s *Server) getNode(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableNodes}, func(ctx context.Context) (any, error) {
+		return s.nodeByIDOrPrefix(ctx, r.PathValue("id"))
+	})
+}
+
+// nodeByIDOrPrefix finds a node by its ID or a unique ID prefix.
+func (s *Server) nodeByIDOrPrefix(ctx context.Context, id string) (*structs.Node, error) {
+	n, err := s.cfg.State.Node(ctx, id)
+	if err == nil || !errors.Is(err, storage.ErrNotFound) {
+		return n, err
+	}
+	nodes, lerr := s.cfg.State.Nodes(ctx, id)
+	if lerr != nil {
+		return nil, lerr
+	}
+	if len(nodes) == 1 {
+		return nodes[0], nil
+	}
+	return nil, err
+}
+
+func (s *Server) nodeAllocations(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
+		n, err := s.nodeByIDOrPrefix(ctx, r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		allocs, err := s.cfg.State.AllocsByNode(ctx, n.ID)
+		if allocs == nil {
+			allocs = []*structs.Allocation{}
+		}
+		return allocs, err
+	})
+}
+
+// agentSelf answers GET /v1/agent/self in the shape Nomad's clients read:
+// config (region, datacenter, version, server/client enabled) and member.
+func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) {
+	a := s.cfg.Agent
+	host, portStr, _ := net.SplitHostPort(a.HTTPAddr)
+	port, _ := strconv.Atoi(portStr)
+	out := map[string]any{
+		"config": map[string]any{
+			"Region":     a.Region,
+			"Datacenter": a.Datacenter,
+			"NodeName":   a.Name,
+			"Version":    map[string]any{"Version": a.Version, "VersionPrerelease": "", "VersionMetadata": "drover"},
+			"Server":     map[string]any{"Enabled": a.Server},
+			"Client":     map[string]any{"Enabled": a.Client, "NodeID": a.NodeID},
+			"Addresses":  map[string]any{"HTTP": host},
+			"Ports":      map[string]any{"HTTP": port},
+		},
+		"member": map[string]any{
+			"Name": a.Name + "." + a.Region, "Addr": host, "Port": port, "Status": "alive",
+			"Tags": map[string]string{"region": a.Region, "dc": a.Datacenter, "build": a.Version, "role": "nomad"},
+		},
+		"stats": map[string]any{"drover": map[string]string{"version": a.Version}},
+	}
+	setMeta(w, 1)
+	writeJSON(w, r, http.StatusOK, out)
+}
+
+func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, r, http.StatusOK, s.cfg.Agent.HTTPAddr)
+}
+
+func (s *Server) regions(w http.ResponseWriter, r *http.Request) {
+	writeJSON(w, r, http.StatusOK, []string{s.cfg.Agent.Region})
+}

@@ -1,0 +1,384 @@
+// Package httpapi is drover's HTTP API: Nomad's paths and JSON names for
+// what drover supports, so that Nomad's CLI and Go API client work against
+// it. It is ONE handler set with two adapters: the dev agent serves it with
+// net/http, and on AWS the api Lambda function feeds it API Gateway
+// requests.
+//
+// Compatibility details Nomad's clients depend on: every read answers with
+// X-Nomad-Index, X-Nomad-KnownLeader and X-Nomad-LastContact; blocking
+// queries (?index=N&wait=D) return when the index moves past N or the wait
+// ends; ?namespace= (default "default", "*" for all), ?prefix= and
+// ?related=true are honoured; responses are gzip-compressed when the
+// client accepts it. Errors are a plain-text message with 400 for bad
+// input, 404 for unknown IDs, 409 for a failed enforced index.
+package httpapi
+
+import (
+	"compress/gzip"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/drover-sched/drover/controlplane"
+	"github.com/drover-sched/drover/jobspec"
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+// State is what the API reads.
+type State interface {
+	Job(ctx context.Context, namespace, jobID string) (*structs.Job, error)
+	JobVersions(ctx context.Context, namespace, jobID string) ([]*structs.Job, error)
+	Jobs(ctx context.Context, namespace, prefix string) ([]*structs.Job, error)
+	Alloc(ctx context.Context, allocID string) (*structs.Allocation, error)
+	AllocsByPrefix(ctx context.Context, namespace, prefix string) ([]*structs.Allocation, error)
+	AllocsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Allocation, error)
+	AllocsByNode(ctx context.Context, nodeID string) ([]*structs.Allocation, error)
+	AllocsByEval(ctx context.Context, evalID string) ([]*structs.Allocation, error)
+	Eval(ctx context.Context, evalID string) (*structs.Evaluation, error)
+	Evals(ctx context.Context, filter storage.EvalFilter) ([]*structs.Evaluation, error)
+	EvalsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Evaluation, error)
+	Deployment(ctx context.Context, deploymentID string) (*structs.Deployment, error)
+	LatestDeployment(ctx context.Context, namespace, jobID string) (*structs.Deployment, error)
+	DeploymentsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Deployment, error)
+	Node(ctx context.Context, nodeID string) (*structs.Node, error)
+	Nodes(ctx context.Context, prefix string) ([]*structs.Node, error)
+	Index(ctx context.Context, table string) (uint64, error)
+}
+
+// Jobs is what the API asks of the control plane to change jobs.
+type Jobs interface {
+	RegisterJob(ctx context.Context, req *controlplane.RegisterRequest) (*controlplane.RegisterResponse, error)
+	DeregisterJob(ctx context.Context, namespace, jobID string, purge bool) (*controlplane.RegisterResponse, error)
+}
+
+// AgentInfo describes the agent serving the API, for /v1/agent/self.
+type AgentInfo struct {
+	Name       string
+	Region     string
+	Datacenter string
+	Version    string
+	HTTPAddr   string
+	Server     bool
+	Client     bool
+	NodeID     string
+}
+
+// Config builds a Server.
+type Config struct {
+	State State
+	Jobs  Jobs
+	// Watcher, when the store offers one, wakes blocking queries at once;
+	// without it they poll every PollInterval.
+	Watcher storage.Watcher
+	// PollInterval is the blocking-query poll interval without a Watcher
+	// (default 1 s).
+	PollInterval time.Duration
+	// MaxWait caps a blocking query's wait (default 5 min; on AWS keep it
+	// below API Gateway's 30 s).
+	MaxWait time.Duration
+	Agent   AgentInfo
+	Logger  *zap.Logger
+}
+
+// Server serves the API.
+type Server struct {
+	cfg Config
+	mux *http.ServeMux
+	log *zap.Logger
+}
+
+// New returns a Server.
+func New(cfg Config) *Server {
+	if cfg.PollInterval <= 0 {
+		cfg.PollInterval = time.Second
+	}
+	if cfg.MaxWait <= 0 {
+		cfg.MaxWait = 5 * time.Minute
+	}
+	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	s.routes()
+	return s
+}
+
+// ServeHTTP implements http.Handler.
+func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := time.Now()
+	rw := &statusWriter{ResponseWriter: w}
+	var out http.ResponseWriter = rw
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+		gz := &gzipWriter{statusWriter: rw}
+		defer gz.Close()
+		out = gz
+	}
+	s.mux.ServeHTTP(out, r)
+	s.log.Debug("http request", zap.String("method", r.Method), zap.String("path", r.URL.Path),
+		zap.Int("status", rw.status), zap.Duration("took", time.Since(start)))
+}
+
+func (s *Server) routes() {
+	m := s.mux
+	m.HandleFunc("PUT /v1/jobs", s.registerJob)
+	m.HandleFunc("POST /v1/jobs", s.registerJob)
+	m.HandleFunc("GET /v1/jobs", s.listJobs)
+	m.HandleFunc("GET /v1/job/{id}", s.getJob)
+	m.HandleFunc("PUT /v1/job/{id}", s.registerJobAt)
+	m.HandleFunc("POST /v1/job/{id}", s.registerJobAt)
+	m.HandleFunc("DELETE /v1/job/{id}", s.deregisterJob)
+	m.HandleFunc("GET /v1/job/{id}/allocations", s.jobAllocations)
+	m.HandleFunc("GET /v1/job/{id}/evaluations", s.jobEvaluations)
+	m.HandleFunc("GET /v1/job/{id}/summary", s.jobSummary)
+	m.HandleFunc("GET /v1/job/{id}/versions", s.jobVersions)
+	m.HandleFunc("GET /v1/job/{id}/deployment", s.jobDeployment)
+	m.HandleFunc("GET /v1/job/{id}/deployments", s.jobDeployments)
+	m.HandleFunc("GET /v1/allocations", s.listAllocations)
+	m.HandleFunc("GET /v1/allocation/{id}", s.getAllocation)
+	m.HandleFunc("GET /v1/evaluations", s.listEvaluations)
+	m.HandleFunc("GET /v1/evaluation/{id}", s.getEvaluation)
+	m.HandleFunc("GET /v1/evaluation/{id}/allocations", s.evaluationAllocations)
+	m.HandleFunc("GET /v1/deployment/{id}", s.getDeployment)
+	m.HandleFunc("GET /v1/nodes", s.listNodes)
+	m.HandleFunc("GET /v1/node/{id}", s.getNode)
+	m.HandleFunc("GET /v1/node/{id}/allocations", s.nodeAllocations)
+	m.HandleFunc("GET /v1/agent/self", s.agentSelf)
+	m.HandleFunc("GET /v1/status/leader", s.statusLeader)
+	m.HandleFunc("GET /v1/regions", s.regions)
+	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
+	})
+}
+
+// Response helpers.
+
+// statusWriter remembers the status for logs.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	w.status = code
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+// gzipWriter compresses the body when the client accepts gzip.
+type gzipWriter struct {
+	*statusWriter
+	gz *gzip.Writer
+}
+
+func (w *gzipWriter) WriteHeader(code int) {
+	w.Header().Del("Content-Length")
+	w.Header().Set("Content-Encoding", "gzip")
+	w.Header().Add("Vary", "Accept-Encoding")
+	w.statusWriter.WriteHeader(code)
+}
+
+func (w *gzipWriter) Write(b []byte) (int, error) {
+	if w.gz == nil {
+		if w.status == 0 {
+			w.WriteHeader(http.StatusOK)
+		}
+		w.gz = gzip.NewWriter(w.statusWriter.ResponseWriter)
+	}
+	return w.gz.Write(b)
+}
+
+// Flush sends what is buffered (log streaming needs it).
+func (w *gzipWriter) Flush() {
+	if w.gz != nil {
+		_ = w.gz.Flush()
+	}
+	if f, ok := w.statusWriter.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *gzipWriter) Close() {
+	if w.gz != nil {
+		_ = w.gz.Close()
+	}
+}
+
+// setMeta writes Nomad's query-meta headers.
+func setMeta(w http.ResponseWriter, index uint64) {
+	if index == 0 {
+		index = 1 // Nomad's clients treat 0 as "no index"
+	}
+	w.Header().Set("X-Nomad-Index", strconv.FormatUint(index, 10))
+	w.Header().Set("X-Nomad-KnownLeader", "true")
+	w.Header().Set("X-Nomad-LastContact", "0")
+}
+
+func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	enc := json.NewEncoder(w)
+	if _, ok := r.URL.Query()["pretty"]; ok {
+		enc.SetIndent("", "    ")
+	}
+	_ = enc.Encode(v)
+}
+
+func writeError(w http.ResponseWriter, status int, msg string) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintln(w, msg)
+}
+
+// fail maps an error to its status: bad input 400, unknown 404, failed
+// enforced index 409, else 500.
+func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
+	var ve *jobspec.ValidationError
+	var bad *badRequest
+	switch {
+	case errors.As(err, &ve), errors.As(err, &bad):
+		writeError(w, http.StatusBadRequest, err.Error())
+	case errors.Is(err, storage.ErrNotFound):
+		writeError(w, http.StatusNotFound, err.Error())
+	case errors.Is(err, storage.ErrConflict):
+		writeError(w, http.StatusConflict, err.Error())
+	default:
+		s.log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
+		writeError(w, http.StatusInternalServerError, err.Error())
+	}
+}
+
+// badRequest is a client error found by the API layer itself.
+type badRequest struct{ msg string }
+
+func (e *badRequest) Error() string { return e.msg }
+
+func badRequestf(format string, args ...any) error {
+	return &badRequest{msg: fmt.Sprintf(format, args...)}
+}
+
+// Query parameters.
+
+func namespaceOf(r *http.Request) string {
+	if ns := r.URL.Query().Get("namespace"); ns != "" {
+		return ns
+	}
+	return structs.DefaultNamespace
+}
+
+func boolParam(r *http.Request, name string) (bool, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return false, nil
+	}
+	b, err := strconv.ParseBool(v)
+	if err != nil {
+		return false, badRequestf("query parameter %q: %q is not a boolean", name, v)
+	}
+	return b, nil
+}
+
+// blockingParams reads ?index= and ?wait= (a Go duration or a number of
+// seconds, as Nomad).
+func (s *Server) blockingParams(r *http.Request) (uint64, time.Duration, error) {
+	q := r.URL.Query()
+	var min uint64
+	if v := q.Get("index"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			return 0, 0, badRequestf("query parameter \"index\": %q is not an index", v)
+		}
+		min = n
+	}
+	wait := 5 * time.Minute
+	if v := q.Get("wait"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			secs, err2 := strconv.Atoi(v)
+			if err2 != nil {
+				return 0, 0, badRequestf("query parameter \"wait\": %q is not a duration", v)
+			}
+			d = time.Duration(secs) * time.Second
+		}
+		wait = d
+	}
+	if wait > s.cfg.MaxWait {
+		wait = s.cfg.MaxWait
+	}
+	return min, wait, nil
+}
+
+// query answers a read, blocking while ?index= is not passed: fn computes
+// the response and the index it reflects (the max index of tables). With
+// no ?index=, fn runs once.
+func (s *Server) query(w http.ResponseWriter, r *http.Request, tables []string, fn func(ctx context.Context) (any, error)) {
+	min, wait, err := s.blockingParams(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	ctx := r.Context()
+	deadline := time.NewTimer(wait)
+	defer deadline.Stop()
+	for {
+		var changed <-chan struct{}
+		if s.cfg.Watcher != nil && min > 0 {
+			changed = s.cfg.Watcher.WatchTables(tables...)
+		}
+		idx, err := s.tableIndex(ctx, tables)
+		if err != nil {
+			s.fail(w, r, err)
+			return
+		}
+		if min == 0 || idx > min {
+			out, err := fn(ctx)
+			if err != nil {
+				s.fail(w, r, err)
+				return
+			}
+			setMeta(w, idx)
+			writeJSON(w, r, http.StatusOK, out)
+			return
+		}
+		if changed == nil {
+			t := time.NewTimer(s.cfg.PollInterval)
+			c := make(chan struct{})
+			go func() { <-t.C; close(c) }()
+			changed = c
+		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			min = 0 // answer with what there is
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+func (s *Server) tableIndex(ctx context.Context, tables []string) (uint64, error) {
+	var max uint64
+	for _, t := range tables {
+		i, err := s.cfg.State.Index(ctx, t)
+		if err != nil {
+			return 0, err
+		}
+		if i > max {
+			max = i
+		}
+	}
+	return max, nil
+}

@@ -1,0 +1,299 @@
+// Package scheduler is the evaluate service: it processes one evaluation
+// end to end (load → snapshot → reconcile → place → commit → eval status)
+// against any state store, and runs workers over any eval queue. It does
+// not know which home it runs in: the embedded agent and the evaluate
+// Lambda function both call Evaluator.Process.
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/drover-sched/drover/placement"
+	"github.com/drover-sched/drover/reconcile"
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+// State is what the evaluate service reads and writes.
+type State interface {
+	Eval(ctx context.Context, evalID string) (*structs.Evaluation, error)
+	EvalsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Evaluation, error)
+	Evals(ctx context.Context, filter storage.EvalFilter) ([]*structs.Evaluation, error)
+	UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (uint64, error)
+	JobSnapshot(ctx context.Context, namespace, jobID string) (*storage.JobSnapshot, error)
+	NodesWithUsage(ctx context.Context) ([]*storage.NodeUsage, error)
+	CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error)
+}
+
+// Queue accepts evaluations to run: now, or at their WaitUntil.
+type Queue interface {
+	Enqueue(ctx context.Context, evals ...*structs.Evaluation) error
+}
+
+// ReconcileFunc computes what to change for one job (package reconcile).
+type ReconcileFunc func(reconcile.Input) *reconcile.Result
+
+// ErrNotYet is returned by Process for an eval delivered before its
+// WaitUntil: the caller must put it back (acknowledge this delivery and
+// enqueue the eval again), never run it early (design invariant 4).
+var ErrNotYet = errors.New("evaluation delivered before its wait-until")
+
+// Evaluator processes evaluations.
+type Evaluator struct {
+	State State
+	Queue Queue
+	// Reconcile decides what to change (default reconcile.CountBased).
+	Reconcile ReconcileFunc
+	// Update decides ignore / in-place / destructive per alloc.
+	Update reconcile.UpdateFunc
+	// RescheduleTracker builds a rescheduled replacement's tracker.
+	RescheduleTracker func(prev *structs.Allocation, now time.Time) *structs.RescheduleTracker
+	// SupportsDisconnectedClients turns on disconnect handling in the
+	// reconciler.
+	SupportsDisconnectedClients bool
+	// Now is the clock (default time.Now).
+	Now func() time.Time
+	// MaxAttempts bounds re-evaluation after commit conflicts (default 5).
+	MaxAttempts int
+	// BeforeCommit, when set, runs between computing a plan and committing
+	// it (tests use it to hold evaluations there).
+	BeforeCommit func(ctx context.Context, eval *structs.Evaluation, attempt int)
+	Logger       *zap.Logger
+}
+
+func (e *Evaluator) now() time.Time {
+	if e.Now != nil {
+		return e.Now()
+	}
+	return time.Now()
+}
+
+func (e *Evaluator) logger() *zap.Logger {
+	if e.Logger != nil {
+		return e.Logger
+	}
+	return zap.NewNop()
+}
+
+// Process evaluates one evaluation. It returns nil when the eval is done
+// (including when it was already terminal: redelivery is harmless),
+// ErrNotYet when it arrived before its WaitUntil, and another error when
+// it should be retried (the queue redelivers it).
+func (e *Evaluator) Process(ctx context.Context, evalID string) error {
+	log := e.logger().With(zap.String("eval_id", evalID))
+	ev, err := e.State.Eval(ctx, evalID)
+	if errors.Is(err, storage.ErrNotFound) {
+		log.Warn("evaluation no longer exists; dropping delivery")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("load eval %s: %w", evalID, err)
+	}
+	log = log.With(zap.String("job_id", ev.JobID), zap.String("namespace", ev.Namespace), zap.String("triggered_by", ev.TriggeredBy))
+	if ev.TerminalStatus() {
+		log.Debug("evaluation already terminal; acknowledging redelivery", zap.String("status", ev.Status))
+		return nil
+	}
+	if ev.WaitUntil.After(e.now()) {
+		return fmt.Errorf("eval %s waits until %s: %w", ev.ID, ev.WaitUntil.Format(time.RFC3339), ErrNotYet)
+	}
+	attempts := e.MaxAttempts
+	if attempts <= 0 {
+		attempts = 5
+	}
+	var lastConflict error
+	for attempt := 1; attempt <= attempts; attempt++ {
+		out, err := e.evaluateOnce(ctx, ev, attempt)
+		if err == nil {
+			e.afterCommit(ctx, log, out)
+			log.Info("evaluation complete", zap.String("status", out.evalStatus), zap.Int("placed", out.placed),
+				zap.Int("stopped", out.stopped), zap.Int("queued", out.queued), zap.Int("attempt", attempt))
+			return nil
+		}
+		if !errors.Is(err, storage.ErrConflict) {
+			return fmt.Errorf("evaluate eval %s: %w", ev.ID, err)
+		}
+		lastConflict = err
+		log.Info("plan conflicted with newer state; re-evaluating", zap.Int("attempt", attempt), zap.Error(err))
+	}
+	return fmt.Errorf("evaluate eval %s: gave up after %d conflicting plans: %w", ev.ID, attempts, lastConflict)
+}
+
+// outcome is what one successful commit did.
+type outcome struct {
+	evalStatus string
+	placed     int
+	stopped    int
+	queued     int
+	followups  []*structs.Evaluation
+	freedRoom  bool
+}
+
+// evaluateOnce computes and commits one plan from a fresh snapshot.
+func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, attempt int) (*outcome, error) {
+	snap, err := e.State.JobSnapshot(ctx, ev.Namespace, ev.JobID)
+	if err != nil {
+		return nil, err
+	}
+	usage, err := e.State.NodesWithUsage(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
+	}
+	jobEvals, err := e.State.EvalsByJob(ctx, ev.Namespace, ev.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("read evals of job %s: %w", ev.JobID, err)
+	}
+	now := e.now()
+	nodes := make([]placement.NodeCandidate, 0, len(usage))
+	byID := make(map[string]*structs.Node, len(usage))
+	for _, u := range usage {
+		nodes = append(nodes, placement.NodeCandidate{Node: u.Node, Used: u.Used})
+		byID[u.Node.ID] = u.Node
+	}
+	job := snap.Job
+	batch := job != nil && job.Type == structs.JobTypeBatch
+	if job == nil {
+		batch = ev.Type == structs.JobTypeBatch
+	}
+	reconcileFn := e.Reconcile
+	if reconcileFn == nil {
+		reconcileFn = reconcile.CountBased
+	}
+	result := reconcileFn(reconcile.Input{
+		Job: job, Namespace: ev.Namespace, JobID: ev.JobID, Batch: batch,
+		Allocs: snap.Allocs, Deployment: snap.Deployment, TaintedNodes: taintedNodes(snap.Allocs, byID),
+		SupportsDisconnectedClients: e.SupportsDisconnectedClients,
+		EvalID:                      ev.ID, EvalPriority: ev.Priority, Now: now, Update: e.Update,
+	})
+	built := placement.BuildPlan(&placement.PlanRequest{
+		Eval: ev, Job: job, Allocs: snap.Allocs, Deployment: snap.Deployment, Result: result,
+		Nodes: nodes, SnapshotIndex: snap.Index, Now: now, RescheduleTracker: e.RescheduleTracker,
+	})
+	plan := built.Plan
+	out := &outcome{placed: built.Placed, stopped: len(plan.Stops), freedRoom: len(plan.Stops) > 0}
+	for _, q := range built.QueuedAllocations {
+		out.queued += q
+	}
+	for _, f := range plan.Evals {
+		out.followups = append(out.followups, f)
+	}
+	plan.Evals = append(plan.Evals, e.finishEval(ev, job, snap.Index, built, jobEvals, out)...)
+	if e.BeforeCommit != nil {
+		e.BeforeCommit(ctx, ev, attempt)
+	}
+	if _, err := e.State.CommitPlan(ctx, plan); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// taintedNodes returns the nodes of the job's allocs that are not plain
+// healthy: down, disconnected or draining, missing (nil: garbage
+// collected), or ready again under an alloc still marked unknown.
+func taintedNodes(allocs []*structs.Allocation, nodes map[string]*structs.Node) map[string]*structs.Node {
+	out := map[string]*structs.Node{}
+	for _, a := range allocs {
+		if _, seen := out[a.NodeID]; seen || a.NodeID == "" {
+			continue
+		}
+		n, ok := nodes[a.NodeID]
+		switch {
+		case !ok:
+			out[a.NodeID] = nil
+		case n.Status == structs.NodeStatusDown, n.Status == structs.NodeStatusDisconnected, n.Drain:
+			out[a.NodeID] = n
+		case a.ClientStatus == structs.AllocClientStatusUnknown && n.Status == structs.NodeStatusReady:
+			out[a.NodeID] = n
+		}
+	}
+	return out
+}
+
+// finishEval returns the evals written with the plan: the processed eval
+// with its final status and metrics; when placements failed, the blocked
+// eval that retries them once capacity appears (Nomad keeps one blocked
+// eval per job: an older one is cancelled, and an eval that was itself
+// unblocked and still cannot place is blocked again rather than copied);
+// and older pending evals of the job, cancelled because this evaluation
+// saw newer state (design §4.8).
+func (e *Evaluator) finishEval(ev *structs.Evaluation, job *structs.Job, snapIndex uint64, built *placement.PlanResult,
+	jobEvals []*structs.Evaluation, out *outcome) []*structs.Evaluation {
+	done := ev.Copy()
+	done.Status = structs.EvalStatusComplete
+	done.StatusDescription = ""
+	done.SnapshotIndex = snapIndex
+	done.QueuedAllocations = built.QueuedAllocations
+	done.FailedTGAllocs = nil
+	if len(built.FailedTGAllocs) > 0 {
+		done.FailedTGAllocs = built.FailedTGAllocs
+	}
+	var writes []*structs.Evaluation
+	if len(built.FailedTGAllocs) > 0 {
+		if ev.TriggeredBy == structs.EvalTriggerQueuedAllocs {
+			done.Status = structs.EvalStatusBlocked
+			done.StatusDescription = "created to place remaining allocations"
+		} else {
+			blocked := &structs.Evaluation{
+				ID: structs.DeterministicID("blocked", ev.ID), Namespace: ev.Namespace, Priority: ev.Priority,
+				Type: ev.Type, TriggeredBy: structs.EvalTriggerQueuedAllocs, JobID: ev.JobID,
+				Status: structs.EvalStatusBlocked, StatusDescription: "created to place remaining allocations",
+				PreviousEval: ev.ID, FailedTGAllocs: built.FailedTGAllocs, QueuedAllocations: built.QueuedAllocations,
+			}
+			if job != nil {
+				blocked.JobModifyIndex = job.JobModifyIndex
+			}
+			done.BlockedEval = blocked.ID
+			writes = append(writes, blocked)
+		}
+	}
+	out.evalStatus = done.Status
+	writes = append(writes, done)
+	for _, other := range jobEvals {
+		if other.ID == ev.ID || other.TerminalStatus() {
+			continue
+		}
+		switch {
+		case other.Status == structs.EvalStatusBlocked && len(built.FailedTGAllocs) > 0 && other.ID != done.BlockedEval:
+			// The newer blocked eval wins.
+			c := other.Copy()
+			c.Status = structs.EvalStatusCanceled
+			c.StatusDescription = fmt.Sprintf("superseded by blocked eval of %s", ev.ID)
+			writes = append(writes, c)
+		case other.Status == structs.EvalStatusBlocked && len(built.FailedTGAllocs) == 0:
+			// Everything is placed: a blocked eval has nothing left to do.
+			c := other.Copy()
+			c.Status = structs.EvalStatusCanceled
+			c.StatusDescription = fmt.Sprintf("evaluation %s placed all allocations", ev.ID)
+			writes = append(writes, c)
+		case other.Status == structs.EvalStatusPending && other.CreateIndex < ev.CreateIndex && !other.WaitUntil.After(e.now()):
+			c := other.Copy()
+			c.Status = structs.EvalStatusCanceled
+			c.StatusDescription = fmt.Sprintf("canceled after more recent eval %s was processed", ev.ID)
+			writes = append(writes, c)
+		}
+	}
+	return writes
+}
+
+// afterCommit hands the new follow-up evals to the queue (they wait for
+// their WaitUntil there) and, when the plan freed room, re-queues blocked
+// evaluations of other jobs.
+func (e *Evaluator) afterCommit(ctx context.Context, log *zap.Logger, out *outcome) {
+	if len(out.followups) > 0 && e.Queue != nil {
+		if err := e.Queue.Enqueue(ctx, out.followups...); err != nil {
+			// The follow-ups are pending in the state store; the pending
+			// sweep (or the next start) sends them.
+			log.Warn("enqueue follow-up evaluations", zap.Error(err))
+		}
+	}
+	if out.freedRoom {
+		if _, err := Unblock(ctx, e.State, e.Queue, "capacity freed by a plan", log); err != nil {
+			log.Warn("unblock evaluations", zap.Error(err))
+		}
+	}
+}

@@ -1,0 +1,62 @@
+package scheduler
+
+import (
+	"context"
+	"errors"
+	"sync"
+
+	"go.uber.org/zap"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// Consumer is an eval queue workers take deliveries from.
+type Consumer interface {
+	Dequeue(ctx context.Context) (*structs.Evaluation, string, error)
+	Ack(evalID, token string) error
+	Nack(evalID, token, reason string) error
+	Enqueue(ctx context.Context, evals ...*structs.Evaluation) error
+}
+
+// RunWorkers runs n workers taking evaluations from q until ctx ends or
+// the queue closes. Each delivery is processed, then acknowledged; an
+// early delivery is acknowledged and put back for its WaitUntil; a failed
+// one is negatively acknowledged (the queue redelivers it, or gives up at
+// its delivery limit).
+func RunWorkers(ctx context.Context, n int, q Consumer, ev *Evaluator, log *zap.Logger) {
+	var wg sync.WaitGroup
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func(worker int) {
+			defer wg.Done()
+			wlog := log.With(zap.Int("worker", worker))
+			for {
+				e, token, err := q.Dequeue(ctx)
+				if err != nil {
+					return
+				}
+				perr := ev.Process(ctx, e.ID)
+				switch {
+				case perr == nil:
+					if err := q.Ack(e.ID, token); err != nil {
+						wlog.Warn("ack evaluation", zap.String("eval_id", e.ID), zap.Error(err))
+					}
+				case errors.Is(perr, ErrNotYet):
+					_ = q.Ack(e.ID, token)
+					if err := q.Enqueue(ctx, e); err != nil {
+						wlog.Warn("put back early evaluation", zap.String("eval_id", e.ID), zap.Error(err))
+					}
+				default:
+					if ctx.Err() != nil {
+						return
+					}
+					wlog.Warn("evaluation failed; handing it back", zap.String("eval_id", e.ID), zap.String("job_id", e.JobID), zap.Error(perr))
+					if err := q.Nack(e.ID, token, perr.Error()); err != nil {
+						wlog.Warn("nack evaluation", zap.String("eval_id", e.ID), zap.Error(err))
+					}
+				}
+			}
+		}(i)
+	}
+	wg.Wait()
+}
