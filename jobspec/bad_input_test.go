@@ -80,6 +80,8 @@ func TestBadInput(t *testing.T) {
 		{name: "wrong type meta value", mut: func(m obj) { jobOf(m)["Meta"] = obj{"owner": 1} }, field: "Job.Meta.owner", rule: "expected string, got number"},
 		{name: "wrong type request option", mut: func(m obj) { m["EnforceIndex"] = "true" }, field: "EnforceIndex", rule: "expected boolean, got string"},
 		{name: "integer overflow", mut: func(m obj) { m["JobModifyIndex"] = -1 }, field: "JobModifyIndex", rule: "expected a non-negative integer"},
+		{name: "number out of range", mut: func(m obj) { tsk(m, 0, 0)["Config"] = obj{"command": "x", "big": json.Number("1e400")} }, field: "Job.TaskGroups[0].Tasks[0].Config.big", rule: "number 1e400 does not fit float64"},
+		{name: "invalid base64", mut: func(m obj) { jobOf(m)["Payload"] = "!!" }, field: "Job.Payload", rule: "expected base64 string"},
 		{name: "unknown field", mut: func(m obj) { grp(m, 0)["Cuont"] = 3 }, field: "Job.TaskGroups[0].Cuont", rule: "unknown field"},
 		{name: "unknown top-level field", mut: func(m obj) { m["Jobs"] = obj{} }, field: "Jobs", rule: "unknown field"},
 		{name: "unknown nested field", mut: func(m obj) { tsk(m, 0, 0)["Resources"] = obj{"Memory": 100} }, field: "Job.TaskGroups[0].Tasks[0].Resources.Memory", rule: "unknown field"},

@@ -3,6 +3,7 @@ package jobspec
 import (
 	"bytes"
 	"encoding"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -180,7 +181,11 @@ func decodeStrict(data []byte, v any) error {
 			if field == "" {
 				field = "body"
 			}
-			return ValidationErrors{{Field: field, Rule: fmt.Sprintf("expected %s, got JSON %s", jsonKindOf(te.Type), te.Value)}}
+			want := jsonKindOf(te.Type)
+			if strings.HasPrefix(te.Value, want) {
+				return ValidationErrors{{Field: field, Rule: fmt.Sprintf("%s does not fit %s", te.Value, te.Type)}}
+			}
+			return ValidationErrors{{Field: field, Rule: fmt.Sprintf("expected %s, got %s", want, te.Value)}}
 		}
 		return ValidationErrors{{Field: "body", Rule: err.Error()}}
 	}
@@ -264,12 +269,15 @@ func pathAtOffset(data []byte, off int64) string {
 	}
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.UseNumber()
-	last := ""
+	last := ""      // the path after the last token read (for syntax errors)
+	lastValue := "" // the path of the last value read completely
 	for {
 		tok, err := dec.Token()
 		if err != nil {
 			return last
 		}
+		// encoding/json reports an error at the end of the offending value
+		// (for a number, one byte past it, which it had to read).
 		reached := dec.InputOffset() >= off
 		switch t := tok.(type) {
 		case json.Delim:
@@ -281,23 +289,29 @@ func pathAtOffset(data []byte, off int64) string {
 				}
 				stack = append(stack, &frame{array: t == '[', idx: -1, expectKey: t == '{'})
 			case '}', ']':
+				if reached {
+					return lastValue
+				}
 				stack = stack[:len(stack)-1]
+				lastValue = render()
 				valueEnds()
 			}
 		default:
 			if n := len(stack); n > 0 && !stack[n-1].array && stack[n-1].expectKey {
+				if reached {
+					return lastValue // the byte past the previous number
+				}
 				stack[n-1].key, _ = t.(string)
 				stack[n-1].expectKey = false
 				last = render()
-				if reached {
-					return last
-				}
 				continue
 			}
 			valueStarts()
-			if reached {
-				return render()
+			p := render()
+			if dec.InputOffset() >= off-1 {
+				return p
 			}
+			lastValue = p
 			valueEnds()
 		}
 		last = render()
@@ -354,8 +368,11 @@ func checkValue(v any, t reflect.Type, path string, errs *errorList) {
 		}
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 { // []byte: base64 string
-			if _, ok := v.(string); !ok {
+			s, ok := v.(string)
+			if !ok {
 				errs.add(at, "expected base64 string, got %s", got)
+			} else if _, err := base64.StdEncoding.DecodeString(s); err != nil {
+				errs.add(at, "expected base64 string: %v", err)
 			}
 			return
 		}

@@ -464,3 +464,34 @@ func TestDecodeIsDeterministic(t *testing.T) {
 		"Job.Priority: expected number, got string; Job.Zzz: unknown field (not in Nomad's job format; check the spelling)"
 	eq(t, "Error()", err1.Error(), want)
 }
+
+// pathAtOffset names the value at encoding/json's error offsets.
+func TestPathAtOffset(t *testing.T) {
+	type target struct {
+		A struct {
+			List []int
+			Obj  struct{ N int }
+			Str  string
+			Big  float64
+		}
+	}
+	cases := []struct{ doc, want string }{
+		{`{"A": {"List": [1, "x", 3]}}`, "A.List[1]"},
+		{`{"A": {"List": [1, 2.5]}}`, "A.List[1]"},
+		{`{"A": {"Obj": {"N": "s"}, "Str": "ok"}}`, "A.Obj.N"},
+		{`{"A": {"Obj": {"N": 1.5}, "Str": "ok"}}`, "A.Obj.N"},
+		{`{"A": {"Str": {}}}`, "A.Str"},
+		{`{"A": {"Str": [1]}}`, "A.Str"},
+		{`{"A": {"Big": 1e400, "Str": "x"}}`, "A.Big"},
+		{`{"A": {"Big": 1e400}}`, "A.Big"},
+		{`{"A": {"Str": 7}}`, "A.Str"},
+	}
+	for _, c := range cases {
+		var v target
+		var te *json.UnmarshalTypeError
+		if err := json.Unmarshal([]byte(c.doc), &v); !errors.As(err, &te) {
+			t.Fatalf("%s: err = %v, want a type error", c.doc, err)
+		}
+		eq(t, c.doc, pathAtOffset([]byte(c.doc), te.Offset), c.want)
+	}
+}
