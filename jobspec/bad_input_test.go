@@ -242,7 +242,10 @@ func TestBadInput(t *testing.T) {
 		{name: "prevent reschedule with attempts", batch: true, mut: func(m obj) {
 			grp(m, 0)["MaxClientDisconnect"] = ns("1h")
 			grp(m, 0)["PreventRescheduleOnLost"] = true
-		}, field: `Job.TaskGroups[0] "run".PreventRescheduleOnLost`, rule: "reschedule policy allows attempts (got 1)"},
+		}, field: `Job.TaskGroups[0] "run".PreventRescheduleOnLost`, rule: "needs a reschedule policy without attempts (got 1)"},
+		{name: "replace false with attempts", batch: true, mut: func(m obj) {
+			grp(m, 0)["Disconnect"] = obj{"LostAfter": ns("1h"), "Replace": false}
+		}, field: `Job.TaskGroups[0] "run".PreventRescheduleOnLost`, rule: "needs a reschedule policy without attempts (got 1)"},
 		{name: "reconcile unsupported", mut: func(m obj) { grp(m, 0)["Disconnect"] = obj{"Reconcile": "keep_original"} }, field: gp + ".Disconnect.Reconcile", rule: `reconcile = "keep_original" is not supported by drover yet`},
 		{name: "reconcile unknown", mut: func(m obj) { grp(m, 0)["Disconnect"] = obj{"Reconcile": "coin_flip"} }, field: gp + ".Disconnect.Reconcile", rule: `unknown reconcile option "coin_flip"`},
 

@@ -495,3 +495,35 @@ func TestPathAtOffset(t *testing.T) {
 		eq(t, c.doc, pathAtOffset([]byte(c.doc), te.Offset), c.want)
 	}
 }
+
+// A job drover stores and serves (structs.Job's JSON has Nomad's names)
+// can be submitted again unchanged, as `nomad job inspect` output can be
+// fed back to `nomad job run`.
+func TestStoredJobRoundTrips(t *testing.T) {
+	data, err := os.ReadFile("testdata/nomad-run-output.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, body := range map[string]string{"run output": string(data), "service": minimalService, "batch": minimalBatch} {
+		t.Run(name, func(t *testing.T) {
+			first := decode(t, body).Job
+			again, err := json.Marshal(map[string]any{"Job": first})
+			if err != nil {
+				t.Fatal(err)
+			}
+			second := decode(t, string(again)).Job
+			if !reflect.DeepEqual(first, second) {
+				a, _ := json.Marshal(first)
+				b, _ := json.Marshal(second)
+				t.Errorf("round trip changed the job:\n%s\n%s", a, b)
+			}
+		})
+	}
+}
+
+func TestWildcardDatacenter(t *testing.T) {
+	body := strings.Replace(minimalService, `"ID": "web",`, `"ID": "web", "Datacenters": ["*"],`, 1)
+	if dcs := decode(t, body).Job.Datacenters; !reflect.DeepEqual(dcs, []string{"*"}) {
+		t.Errorf("Datacenters = %v, want [*]", dcs)
+	}
+}

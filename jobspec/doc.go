@@ -121,8 +121,10 @@
 //     stop_on_client_after, nor max_client_disconnect with
 //     stop_after_client_disconnect; the new and deprecated spelling of a
 //     setting not both; max_client_disconnect with prevent_reschedule_on_lost
-//     only when the reschedule policy allows no attempts; reconcile a known
-//     option.
+//     only when the reschedule policy allows no attempts (applied to
+//     lost_after with replace = false too*, so that a job read back from
+//     drover, where they are stored as the deprecated fields, validates as
+//     it did when submitted); reconcile a known option.
 //   - task: name set, without slashes or null characters; driver set and
 //     known; driver config; kill_timeout ≥ 0 and, in service jobs, not
 //     longer than the group's progress_deadline; kill_signal a known signal*;

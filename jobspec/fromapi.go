@@ -31,7 +31,6 @@ func FromAPI(j *api.Job) (*structs.Job, error) {
 
 	// 2. Nomad's defaults.
 	j.Canonicalize()
-	checkCanonical(j, &errs)
 
 	// 3. drover's job, and its validation.
 	job := convertJob(j, disc)
@@ -275,21 +274,6 @@ func checkConstraintsNotNull(cs []*api.Constraint, path string, errs *errorList)
 	for i, c := range cs {
 		if c == nil {
 			errs.add(indexed(path, i), "must not be null")
-		}
-	}
-}
-
-// checkCanonical applies the Nomad rules that read the canonicalized api
-// job but concern fields drover's job merges away.
-func checkCanonical(j *api.Job, errs *errorList) {
-	for i, tg := range j.TaskGroups {
-		// Nomad: a lost alloc cannot both wait for its node (deprecated
-		// max_client_disconnect + prevent_reschedule_on_lost) and be
-		// rescheduled.
-		if tg.MaxClientDisconnect != nil && tg.PreventRescheduleOnLost != nil && *tg.PreventRescheduleOnLost &&
-			tg.ReschedulePolicy != nil && tg.ReschedulePolicy.Attempts != nil && *tg.ReschedulePolicy.Attempts > 0 {
-			errs.add(join(groupPath(i, *tg.Name), "PreventRescheduleOnLost"),
-				"cannot be set with max_client_disconnect when the reschedule policy allows attempts (got %d)", *tg.ReschedulePolicy.Attempts)
 		}
 	}
 }

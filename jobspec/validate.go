@@ -156,6 +156,14 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	if tg.MaxClientDisconnect != nil && tg.StopAfterClientDisconnect != nil {
 		errs.add(join(gp, "StopAfterClientDisconnect"), "cannot be set together with max_client_disconnect")
 	}
+	// Nomad's rule on the deprecated fields, applied to what the disconnect
+	// block maps onto them too, so that a job read back from drover
+	// validates as it did when submitted.
+	if tg.MaxClientDisconnect != nil && tg.PreventRescheduleOnLost && tg.ReschedulePolicy != nil && tg.ReschedulePolicy.Attempts > 0 {
+		errs.add(join(gp, "PreventRescheduleOnLost"),
+			"not replacing lost allocations (prevent_reschedule_on_lost, or disconnect replace = false) with max_client_disconnect or lost_after set needs a reschedule policy without attempts (got %d)",
+			tg.ReschedulePolicy.Attempts)
+	}
 	for i, c := range tg.Constraints {
 		validateConstraint(c, indexed(join(gp, "Constraints"), i), false, errs)
 	}
