@@ -7,7 +7,7 @@ require (
 	github.com/hashicorp/go-version v1.9.0
 	github.com/hashicorp/nomad/api v0.0.0-20261016150620-df630b26e78a
 	go.etcd.io/bbolt v1.5.0
-	golang.org/x/sys v0.50.0
+	go.uber.org/zap v1.28.0
 )
 
 require (
@@ -18,5 +18,5 @@ require (
 	github.com/hashicorp/go-rootcerts v1.0.2 // indirect
 	github.com/mitchellh/go-homedir v1.1.0 // indirect
 	go.uber.org/multierr v1.10.0 // indirect
-	go.uber.org/zap v1.28.0 // indirect
+	golang.org/x/sys v0.50.0 // indirect
 )

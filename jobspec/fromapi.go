@@ -1,0 +1,499 @@
+package jobspec
+
+import (
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// FromAPI turns a job in Nomad's API form into drover's job: it rejects the
+// blocks drover does not support (checked on the job as given, before
+// defaults are filled in), canonicalizes j in place with the api module's
+// Canonicalize (Nomad's defaults), converts it, and validates the result
+// (see Validate). Errors are ValidationErrors.
+func FromAPI(j *api.Job) (*structs.Job, error) {
+	if j == nil {
+		return nil, ValidationErrors{{Field: "Job", Rule: "is missing"}}
+	}
+
+	// 1. What can only be judged on the job as the user wrote it.
+	var errs errorList
+	checkInput(j, &errs)
+	if !errs.empty() {
+		return nil, errs.err()
+	}
+	disc := make([]disconnect, len(j.TaskGroups))
+	for i, tg := range j.TaskGroups {
+		disc[i] = disconnectOf(tg)
+	}
+
+	// 2. Nomad's defaults.
+	j.Canonicalize()
+
+	// 3. drover's job, and its validation.
+	job := convertJob(j, disc)
+	if err := Validate(job); err != nil {
+		errs.addAll(err.(ValidationErrors))
+	}
+	if !errs.empty() {
+		return nil, errs.err()
+	}
+	return job, nil
+}
+
+// checkInput rejects, on the job as given, null list elements (Canonicalize
+// would crash on them), unsupported blocks and fields, and the rules that
+// depend on what the user wrote rather than on the defaults: update and
+// migrate blocks in batch jobs, and the disconnect settings.
+func checkInput(j *api.Job, errs *errorList) {
+	const jp = "Job"
+	jobType := ""
+	if j.Type != nil {
+		jobType = *j.Type
+	}
+	switch jobType {
+	case api.JobTypeSystem, api.JobTypeSysbatch:
+		errs.add(join(jp, "Type"), "job type %q is not supported by drover yet (only %q and %q)", jobType, api.JobTypeService, api.JobTypeBatch)
+	}
+	if len(j.Affinities) > 0 {
+		errs.unsupported(jp, "affinity")
+	}
+	if len(j.Spreads) > 0 {
+		errs.unsupported(jp, "spread")
+	}
+	if j.Multiregion != nil {
+		errs.unsupported(jp, "multiregion")
+	}
+	if j.Periodic != nil {
+		errs.unsupported(jp, "periodic")
+	}
+	if j.ParameterizedJob != nil {
+		errs.unsupported(jp, "parameterized")
+	}
+	if j.UI != nil {
+		errs.unsupported(jp, "ui")
+	}
+	if j.Dispatched {
+		errs.add(join(jp, "Dispatched"), "dispatched jobs are not supported by drover yet")
+	}
+	if j.DispatchIdempotencyToken != nil && *j.DispatchIdempotencyToken != "" {
+		errs.add(join(jp, "DispatchIdempotencyToken"), "dispatched jobs are not supported by drover yet")
+	}
+	if len(j.Payload) > 0 {
+		errs.add(join(jp, "Payload"), "a payload is only given to dispatched jobs, which drover does not support yet")
+	}
+	if j.ParentID != nil && *j.ParentID != "" {
+		errs.add(join(jp, "ParentID"), "child jobs (of periodic or parameterized jobs) are not supported by drover yet")
+	}
+	if j.ConsulNamespace != nil && *j.ConsulNamespace != "" {
+		errs.add(join(jp, "ConsulNamespace"), "Consul integration is not supported by drover yet")
+	}
+	if j.VaultNamespace != nil && *j.VaultNamespace != "" {
+		errs.add(join(jp, "VaultNamespace"), "Vault integration is not supported by drover yet")
+	}
+	if j.VersionTag != nil {
+		errs.add(join(jp, "VersionTag"), "job version tags are not supported by drover yet")
+	}
+	checkConstraintsNotNull(j.Constraints, join(jp, "Constraints"), errs)
+	if jobType == api.JobTypeBatch {
+		if j.Update != nil {
+			errs.add(join(jp, "Update"), "update block is not allowed for batch jobs (deployments are for service jobs)")
+		}
+		if j.Migrate != nil {
+			errs.add(join(jp, "Migrate"), "migrate block is not allowed for batch jobs")
+		}
+	}
+
+	for i, tg := range j.TaskGroups {
+		if tg == nil {
+			errs.add(indexed("Job.TaskGroups", i), "must not be null")
+			continue
+		}
+		name := ""
+		if tg.Name != nil {
+			name = *tg.Name
+		}
+		checkGroupInput(tg, groupPath(i, name), jobType, errs)
+	}
+}
+
+func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
+	if len(tg.Affinities) > 0 {
+		errs.unsupported(gp, "affinity")
+	}
+	if len(tg.Spreads) > 0 {
+		errs.unsupported(gp, "spread")
+	}
+	if len(tg.Volumes) > 0 {
+		errs.unsupported(gp, "volume")
+	}
+	if len(tg.Networks) > 0 {
+		errs.unsupported(gp, "network")
+	}
+	if len(tg.Services) > 0 {
+		errs.unsupported(gp, "service")
+	}
+	if tg.Scaling != nil {
+		errs.unsupported(gp, "scaling")
+	}
+	if tg.Consul != nil {
+		errs.unsupported(gp, "consul")
+	}
+	if tg.MaxRunDuration != nil {
+		errs.add(join(gp, "MaxRunDuration"), "max_run_duration is not supported by drover yet")
+	}
+	checkConstraintsNotNull(tg.Constraints, join(gp, "Constraints"), errs)
+	if jobType == api.JobTypeBatch {
+		if tg.Update != nil {
+			errs.add(join(gp, "Update"), "update block is not allowed for batch jobs (deployments are for service jobs)")
+		}
+		if tg.Migrate != nil {
+			errs.add(join(gp, "Migrate"), "migrate block is not allowed for batch jobs")
+		}
+	}
+	checkDisconnectInput(tg, gp, errs)
+
+	for i, t := range tg.Tasks {
+		if t == nil {
+			errs.add(indexed(join(gp, "Tasks"), i), "must not be null")
+			continue
+		}
+		checkTaskInput(t, taskPath(gp, i, t.Name), errs)
+	}
+}
+
+// checkDisconnectInput applies Nomad's rules on the disconnect block and
+// the deprecated group fields it replaces, which can only be told apart
+// before Canonicalize fills the block's defaults.
+func checkDisconnectInput(tg *api.TaskGroup, gp string, errs *errorList) {
+	maxDisc, stopAfter := tg.MaxClientDisconnect, tg.StopAfterClientDisconnect
+	if maxDisc != nil && *maxDisc < 0 {
+		errs.add(join(gp, "MaxClientDisconnect"), "must not be negative (got %v)", *maxDisc)
+	}
+	if stopAfter != nil && *stopAfter < 0 {
+		errs.add(join(gp, "StopAfterClientDisconnect"), "must not be negative (got %v)", *stopAfter)
+	}
+	if maxDisc != nil && stopAfter != nil {
+		errs.add(join(gp, "StopAfterClientDisconnect"), "cannot be set together with max_client_disconnect")
+	}
+	d := tg.Disconnect
+	if d == nil {
+		return
+	}
+	dp := join(gp, "Disconnect")
+	lostAfter := time.Duration(0)
+	if d.LostAfter != nil {
+		lostAfter = *d.LostAfter
+	}
+	if lostAfter < 0 {
+		errs.add(join(dp, "LostAfter"), "must not be negative (got %v)", lostAfter)
+	}
+	if d.StopOnClientAfter != nil && *d.StopOnClientAfter < 0 {
+		errs.add(join(dp, "StopOnClientAfter"), "must not be negative (got %v)", *d.StopOnClientAfter)
+	}
+	if d.StopOnClientAfter != nil && lostAfter != 0 {
+		errs.add(join(dp, "StopOnClientAfter"), "cannot be set together with lost_after")
+	}
+	if maxDisc != nil && lostAfter > 0 {
+		errs.add(join(dp, "LostAfter"), "cannot be set together with the deprecated max_client_disconnect (use lost_after only)")
+	}
+	if stopAfter != nil && d.StopOnClientAfter != nil {
+		errs.add(join(dp, "StopOnClientAfter"), "cannot be set together with the deprecated stop_after_client_disconnect (use stop_on_client_after only)")
+	}
+	if tg.PreventRescheduleOnLost != nil && *tg.PreventRescheduleOnLost && d.Replace != nil {
+		errs.add(join(dp, "Replace"), "cannot be set together with the deprecated prevent_reschedule_on_lost (use replace only)")
+	}
+	if d.Reconcile != nil {
+		switch r := *d.Reconcile; r {
+		case "", api.ReconcileOptionBestScore:
+		case api.ReconcileOptionLongestRunning, api.ReconcileOptionKeepOriginal, api.ReconcileOptionKeepReplacement:
+			errs.add(join(dp, "Reconcile"), "reconcile = %q is not supported by drover yet (only %q)", r, api.ReconcileOptionBestScore)
+		default:
+			errs.add(join(dp, "Reconcile"), "unknown reconcile option %q (one of %s, %s, %s, %s)", r,
+				api.ReconcileOptionBestScore, api.ReconcileOptionLongestRunning, api.ReconcileOptionKeepOriginal, api.ReconcileOptionKeepReplacement)
+		}
+	}
+}
+
+func checkTaskInput(t *api.Task, tp string, errs *errorList) {
+	blocks := []struct {
+		present bool
+		name    string
+	}{
+		{len(t.Affinities) > 0, "affinity"},
+		{len(t.Services) > 0, "service"},
+		{len(t.Artifacts) > 0, "artifact"},
+		{t.Vault != nil, "vault"},
+		{t.Consul != nil, "consul"},
+		{len(t.Templates) > 0, "template"},
+		{t.DispatchPayload != nil, "dispatch_payload"},
+		{len(t.VolumeMounts) > 0, "volume_mount"},
+		{t.CSIPluginConfig != nil, "csi_plugin"},
+		{len(t.ScalingPolicies) > 0, "scaling"},
+		{len(t.Secrets) > 0, "secret"},
+		{t.Identity != nil, "identity"},
+		{len(t.Identities) > 0, "identity"},
+		{len(t.Actions) > 0, "action"},
+		{t.Schedule != nil, "schedule"},
+	}
+	for _, b := range blocks {
+		if b.present {
+			errs.unsupported(tp, b.name)
+		}
+	}
+	if t.Kind != "" {
+		errs.add(join(tp, "Kind"), "task kind %q (Consul Connect) is not supported by drover yet", t.Kind)
+	}
+	checkConstraintsNotNull(t.Constraints, join(tp, "Constraints"), errs)
+	if r := t.Resources; r != nil {
+		rp := join(tp, "Resources")
+		if len(r.Networks) > 0 {
+			errs.unsupported(rp, "network")
+		}
+		if len(r.Devices) > 0 {
+			errs.unsupported(rp, "device")
+		}
+		if r.NUMA != nil {
+			errs.unsupported(rp, "numa")
+		}
+		if r.Cores != nil && *r.Cores != 0 {
+			errs.add(join(rp, "Cores"), "reserving cores is not supported by drover yet (ask for cpu in MHz)")
+		}
+		if r.SecretsMB != nil && *r.SecretsMB != 0 {
+			errs.add(join(rp, "SecretsMB"), "the secrets directory size is not supported by drover yet")
+		}
+		if r.IOPS != nil && *r.IOPS != 0 {
+			errs.add(join(rp, "IOPS"), "iops was removed from Nomad's job format and is not supported")
+		}
+	}
+}
+
+func checkConstraintsNotNull(cs []*api.Constraint, path string, errs *errorList) {
+	for i, c := range cs {
+		if c == nil {
+			errs.add(indexed(path, i), "must not be null")
+		}
+	}
+}
+
+// disconnect holds a group's effective disconnect settings, from the
+// disconnect block or else the deprecated fields, read before Canonicalize.
+type disconnect struct {
+	lostAfter         *time.Duration
+	stopAfter         *time.Duration
+	preventReschedule bool
+}
+
+func disconnectOf(tg *api.TaskGroup) disconnect {
+	var out disconnect
+	if tg.MaxClientDisconnect != nil {
+		out.lostAfter = durationPtr(*tg.MaxClientDisconnect)
+	}
+	if tg.StopAfterClientDisconnect != nil {
+		out.stopAfter = durationPtr(*tg.StopAfterClientDisconnect)
+	}
+	if tg.PreventRescheduleOnLost != nil {
+		out.preventReschedule = *tg.PreventRescheduleOnLost
+	}
+	if d := tg.Disconnect; d != nil {
+		if d.LostAfter != nil && *d.LostAfter > 0 {
+			out.lostAfter = durationPtr(*d.LostAfter)
+		}
+		if d.StopOnClientAfter != nil {
+			out.stopAfter = durationPtr(*d.StopOnClientAfter)
+		}
+		if d.Replace != nil {
+			out.preventReschedule = !*d.Replace
+		}
+	}
+	return out
+}
+
+func durationPtr(d time.Duration) *time.Duration { return &d }
+
+// convertJob maps a canonicalized api job onto drover's job.
+func convertJob(j *api.Job, disc []disconnect) *structs.Job {
+	out := &structs.Job{
+		Region:      deref(j.Region),
+		Namespace:   deref(j.Namespace),
+		ID:          deref(j.ID),
+		Name:        deref(j.Name),
+		Type:        deref(j.Type),
+		Priority:    deref(j.Priority),
+		AllAtOnce:   deref(j.AllAtOnce),
+		Datacenters: cloneSlice(j.Datacenters),
+		NodePool:    deref(j.NodePool),
+		Constraints: convertConstraints(j.Constraints),
+		Update:      convertUpdate(j.Update),
+		Meta:        cloneMap(j.Meta),
+		Stop:        deref(j.Stop),
+	}
+	if out.NodePool == "" {
+		// Nomad's server puts a job that names no pool in its namespace's
+		// default pool; drover's namespaces all default to "default".
+		out.NodePool = structs.DefaultNodePool
+	}
+	for i, tg := range j.TaskGroups {
+		out.TaskGroups = append(out.TaskGroups, convertGroup(tg, disc[i]))
+	}
+	return out
+}
+
+func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
+	out := &structs.TaskGroup{
+		Name:                      deref(tg.Name),
+		Count:                     deref(tg.Count),
+		Constraints:               convertConstraints(tg.Constraints),
+		RestartPolicy:             convertRestart(tg.RestartPolicy),
+		ReschedulePolicy:          convertReschedule(tg.ReschedulePolicy),
+		Update:                    convertUpdate(tg.Update),
+		Migrate:                   convertMigrate(tg.Migrate),
+		Meta:                      cloneMap(tg.Meta),
+		MaxClientDisconnect:       d.lostAfter,
+		StopAfterClientDisconnect: d.stopAfter,
+		PreventRescheduleOnLost:   d.preventReschedule,
+	}
+	if e := tg.EphemeralDisk; e != nil {
+		out.EphemeralDisk = &structs.EphemeralDisk{Sticky: deref(e.Sticky), SizeMB: deref(e.SizeMB), Migrate: deref(e.Migrate)}
+	}
+	if tg.ShutdownDelay != nil {
+		out.ShutdownDelay = durationPtr(*tg.ShutdownDelay)
+	}
+	for _, t := range tg.Tasks {
+		out.Tasks = append(out.Tasks, convertTask(t))
+	}
+	return out
+}
+
+func convertTask(t *api.Task) *structs.Task {
+	out := &structs.Task{
+		Name:          t.Name,
+		Driver:        t.Driver,
+		User:          t.User,
+		Config:        t.Config,
+		Constraints:   convertConstraints(t.Constraints),
+		Env:           cloneMap(t.Env),
+		RestartPolicy: convertRestart(t.RestartPolicy),
+		Meta:          cloneMap(t.Meta),
+		KillTimeout:   deref(t.KillTimeout),
+		Leader:        t.Leader,
+		ShutdownDelay: t.ShutdownDelay,
+		KillSignal:    t.KillSignal,
+	}
+	if t.Lifecycle != nil {
+		out.Lifecycle = &structs.TaskLifecycle{Hook: t.Lifecycle.Hook, Sidecar: t.Lifecycle.Sidecar}
+	}
+	if r := t.Resources; r != nil {
+		out.Resources = &structs.Resources{
+			CPU:         deref(r.CPU),
+			Cores:       deref(r.Cores),
+			MemoryMB:    deref(r.MemoryMB),
+			MemoryMaxMB: deref(r.MemoryMaxMB),
+			DiskMB:      deref(r.DiskMB),
+		}
+	}
+	if l := t.LogConfig; l != nil {
+		out.LogConfig = &structs.LogConfig{
+			MaxFiles:      deref(l.MaxFiles),
+			MaxFileSizeMB: deref(l.MaxFileSizeMB),
+			// Enabled is the pre-1.5.4 spelling of !Disabled.
+			Disabled: deref(l.Disabled) || (l.Enabled != nil && !*l.Enabled),
+		}
+	}
+	return out
+}
+
+func convertConstraints(cs []*api.Constraint) []*structs.Constraint {
+	if cs == nil {
+		return nil
+	}
+	out := make([]*structs.Constraint, len(cs))
+	for i, c := range cs {
+		out[i] = &structs.Constraint{LTarget: c.LTarget, RTarget: c.RTarget, Operand: c.Operand}
+	}
+	return out
+}
+
+func convertRestart(r *api.RestartPolicy) *structs.RestartPolicy {
+	if r == nil {
+		return nil
+	}
+	return &structs.RestartPolicy{
+		Attempts:        deref(r.Attempts),
+		Interval:        deref(r.Interval),
+		Delay:           deref(r.Delay),
+		Mode:            deref(r.Mode),
+		RenderTemplates: deref(r.RenderTemplates),
+	}
+}
+
+func convertReschedule(r *api.ReschedulePolicy) *structs.ReschedulePolicy {
+	if r == nil {
+		return nil
+	}
+	return &structs.ReschedulePolicy{
+		Attempts:      deref(r.Attempts),
+		Interval:      deref(r.Interval),
+		Delay:         deref(r.Delay),
+		DelayFunction: deref(r.DelayFunction),
+		MaxDelay:      deref(r.MaxDelay),
+		Unlimited:     deref(r.Unlimited),
+	}
+}
+
+func convertUpdate(u *api.UpdateStrategy) *structs.UpdateStrategy {
+	if u == nil {
+		return nil
+	}
+	return &structs.UpdateStrategy{
+		Stagger:          deref(u.Stagger),
+		MaxParallel:      deref(u.MaxParallel),
+		HealthCheck:      deref(u.HealthCheck),
+		MinHealthyTime:   deref(u.MinHealthyTime),
+		HealthyDeadline:  deref(u.HealthyDeadline),
+		ProgressDeadline: deref(u.ProgressDeadline),
+		Canary:           deref(u.Canary),
+		AutoRevert:       deref(u.AutoRevert),
+		AutoPromote:      deref(u.AutoPromote),
+	}
+}
+
+func convertMigrate(m *api.MigrateStrategy) *structs.MigrateStrategy {
+	if m == nil {
+		return nil
+	}
+	return &structs.MigrateStrategy{
+		MaxParallel:     deref(m.MaxParallel),
+		HealthCheck:     deref(m.HealthCheck),
+		MinHealthyTime:  deref(m.MinHealthyTime),
+		HealthyDeadline: deref(m.HealthyDeadline),
+	}
+}
+
+func deref[T any](p *T) T {
+	var zero T
+	if p == nil {
+		return zero
+	}
+	return *p
+}
+
+func cloneSlice[T any](s []T) []T {
+	if s == nil {
+		return nil
+	}
+	return append([]T(nil), s...)
+}
+
+func cloneMap[K comparable, V any](m map[K]V) map[K]V {
+	if m == nil {
+		return nil
+	}
+	out := make(map[K]V, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}

@@ -1,0 +1,376 @@
+package reconcile
+
+import (
+	"slices"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// stopUnneeded returns the allocs to stop so that the group does not run
+// more than its count, and records their stops. Lost allocs are always
+// stopped (as lost, with their stop_after follow-up eval if any). Then, if
+// the known untainted allocs (canaries excluded while canarying, unknown
+// ones excluded) plus the migrating ones exceed the count, the excess is
+// stopped in this order of preference:
+//  1. after promotion, old allocs that share a name with a canary;
+//  2. migrating allocs with the highest names (no need to move them);
+//  3. untainted allocs with the highest names;
+//  4. any remaining untainted alloc (duplicate names), highest first.
+//
+// Where Nomad picks among equals by map order, drover walks the canonical
+// order backwards: highest index first, and among duplicates of a name the
+// oldest job version first.
+func (g *groupRun) stopUnneeded() allocSet {
+	stop := g.lost.clone()
+	for p := range g.lost.ascending() {
+		g.stopAlloc(p, structs.AllocClientStatusLost, StatusAllocLost, g.stopFollowups[p])
+	}
+
+	untainted := g.untainted
+	if g.isCanarying {
+		untainted = untainted.minus(g.canaries) // canaries are not surplus
+	}
+	known := untainted.len() - g.withClientStatus(untainted, structs.AllocClientStatusUnknown).len()
+	remove := known + g.migrate.len() - g.count
+	if remove <= 0 {
+		return stop
+	}
+	// Terminal allocs are gone already; never stop them again.
+	untainted = g.nonTerminal(untainted)
+
+	take := func(p int, from allocSet) bool {
+		stop.add(p)
+		from.remove(p)
+		g.stopAlloc(p, "", StatusAllocNotNeeded, "")
+		remove--
+		return remove == 0
+	}
+
+	if !g.isCanarying && !g.canaries.empty() {
+		canaryNames := map[string]bool{}
+		for p := range g.canaries.ascending() {
+			canaryNames[g.allocs[p].alloc.Name] = true
+		}
+		for p := range untainted.minus(g.canaries).descending() {
+			if canaryNames[g.allocs[p].alloc.Name] && take(p, untainted) {
+				return stop
+			}
+		}
+	}
+
+	if !g.migrate.empty() {
+		highest := newNameIndex(g.count, g.indexes(g.migrate)).highest(uint(remove))
+		for p := range g.migrate.descending() {
+			ai := g.allocs[p]
+			if !g.pickedName(ai, highest) {
+				continue
+			}
+			g.names.unset(ai.index)
+			if take(p, g.migrate) {
+				return stop
+			}
+		}
+	}
+
+	highest := g.names.highest(uint(remove))
+	for p := range untainted.descending() {
+		if g.pickedName(g.allocs[p], highest) && take(p, untainted) {
+			return stop
+		}
+	}
+	for p := range untainted.descending() {
+		if take(p, untainted) {
+			return stop
+		}
+	}
+	return stop
+}
+
+// pickedName reports whether the alloc's name is one of the names picked
+// by a name index (indexes, ascending).
+func (g *groupRun) pickedName(ai *allocInfo, indexes []uint) bool {
+	if !ai.generated {
+		return false
+	}
+	_, found := slices.BinarySearch(indexes, ai.index)
+	return found
+}
+
+// decideUpdates asks the update function about every untainted alloc:
+// ignore, update in place (recorded at once), or replace (destructive,
+// limited later by the rollout). Allocs that change count towards a new
+// deployment's desired total.
+func (g *groupRun) decideUpdates() {
+	r := g.r
+	g.inplace, g.destructive = g.newSet(), g.newSet()
+	var ignored uint64
+	for p := range g.untainted.ascending() {
+		a := g.allocs[p].alloc
+		kind, updated := UpdateIgnore, (*structs.Allocation)(nil)
+		if r.in.Update != nil {
+			kind, updated = r.in.Update(a, r.job, g.tg)
+		}
+		switch kind {
+		case UpdateDestructive:
+			g.destructive.add(p)
+		case UpdateInPlace:
+			g.inplace.add(p)
+			if updated == nil {
+				updated = a
+			}
+			r.res.InPlaceUpdate = append(r.res.InPlaceUpdate, updated)
+		default:
+			ignored++
+		}
+	}
+	g.desired.Ignore += ignored
+	g.desired.InPlaceUpdate += uint64(g.inplace.len())
+	if !g.existingDeployment {
+		g.dstate.DesiredTotal += g.destructive.len() + g.inplace.len()
+	}
+}
+
+// placeCanaries places the missing canaries when the group needs a
+// destructive change, has a canary count and is not promoted yet; the
+// deployment then wants that many canaries. Nothing is placed while the
+// deployment is paused or failed.
+func (g *groupRun) placeCanaries() {
+	r := g.r
+	g.requiresCanaries = g.update != nil && !g.destructive.empty() &&
+		g.canaries.len() < g.update.Canary && !g.dstate.Promoted
+	if !g.requiresCanaries {
+		return
+	}
+	g.dstate.DesiredCanaries = g.update.Canary
+	if r.deploymentPaused || r.deploymentFailed {
+		return
+	}
+	g.desired.Canary += uint64(g.update.Canary - g.canaries.len())
+	existing := map[uint]bool{}
+	for p := range g.canaries.ascending() {
+		if ai := g.allocs[p]; ai.generated {
+			existing[ai.index] = true
+		}
+	}
+	destructive := slices.Compact(g.indexes(g.destructive))
+	for _, i := range g.names.nextCanaries(uint(g.desired.Canary), existing, destructive) {
+		r.res.Place = append(r.res.Place, &Placement{
+			Name:      structs.AllocName(r.jobID, g.name, i),
+			TaskGroup: g.tg,
+			Canary:    true,
+		})
+	}
+}
+
+// rolloutLimit is how many allocs the group may still replace in this
+// evaluation (Nomad's under-provisioned count): the whole count when no
+// rolling update applies (no strategy, or nothing to replace or migrate);
+// max_parallel without a deployment; nothing while the deployment is
+// paused, failed or canarying, or once any of its allocs is unhealthy;
+// otherwise max_parallel less the deployment's allocs not yet healthy.
+func (g *groupRun) rolloutLimit() int {
+	r := g.r
+	if g.update.IsEmpty() || g.destructive.len()+g.migrate.len() == 0 {
+		return g.count
+	}
+	if r.deployment == nil {
+		return g.update.MaxParallel
+	}
+	if r.deploymentPaused || r.deploymentFailed || g.isCanarying {
+		return 0
+	}
+	limit := g.update.MaxParallel
+	for p := range g.untainted.ascending() {
+		a := g.allocs[p].alloc
+		if a.DeploymentID != r.deployment.ID {
+			continue
+		}
+		if a.DeploymentStatus.IsUnhealthy() {
+			return 0
+		}
+		if !a.DeploymentStatus.IsHealthy() {
+			limit--
+		}
+	}
+	return max(limit, 0)
+}
+
+// computePlacements lists what the group should place to reach its count:
+// a replacement for every alloc rescheduled now, replacements for lost
+// allocs while the group is short, then new allocs with the lowest free
+// names. Replacements keep the name, canary flag and job version of what
+// they replace.
+func (g *groupRun) computePlacements() []*Placement {
+	var place []*Placement
+	for p := range g.rescheduleNow.ascending() {
+		place = append(place, g.replacement(p, true, false))
+	}
+	existing := g.untainted.len() + g.migrate.len() + g.rescheduleNow.len()
+	for p := range g.lost.ascending() {
+		if existing >= g.count {
+			break
+		}
+		existing++
+		place = append(place, g.replacement(p, false, true))
+	}
+	if existing < g.count {
+		for _, i := range g.names.next(uint(g.count - existing)) {
+			place = append(place, &Placement{
+				Name:               structs.AllocName(g.r.jobID, g.name, i),
+				TaskGroup:          g.tg,
+				DowngradeNonCanary: g.isCanarying,
+			})
+		}
+	}
+	return place
+}
+
+// replacement places an alloc that takes over from the one at p.
+func (g *groupRun) replacement(p int, reschedule, lost bool) *Placement {
+	ai := g.allocs[p]
+	canary := ai.alloc.DeploymentStatus.IsCanary()
+	return &Placement{
+		Name:               ai.alloc.Name,
+		TaskGroup:          g.tg,
+		Canary:             canary,
+		PreviousAlloc:      ai.alloc,
+		Reschedule:         reschedule,
+		Lost:               lost,
+		DowngradeNonCanary: g.isCanarying && !canary,
+		MinJobVersion:      ai.version,
+	}
+}
+
+// applyPlacements commits the computed placements. When the deployment
+// allows placements (ready), all of them go ahead, failed allocs being
+// rescheduled are stopped, and the placements use up the rollout limit,
+// whose rest is returned. Otherwise only what avoids a degraded group goes
+// ahead: as many placements as there are lost allocs (taken from the front
+// of the list, as Nomad does), and the replacements of rescheduled allocs
+// that are not part of the failed deployment (stopping the failed alloc
+// unless it is disconnecting).
+func (g *groupRun) applyPlacements(ready bool, limit int) int {
+	r := g.r
+	if ready {
+		failed := g.newSet()
+		for p := range g.rescheduleNow.ascending() {
+			a := g.allocs[p].alloc
+			if _, disconnecting := r.res.DisconnectUpdates[a.ID]; !disconnecting && a.ClientStatus != structs.AllocClientStatusUnknown {
+				failed.add(p)
+			}
+		}
+		g.desired.Place += uint64(len(g.place))
+		r.res.Place = append(r.res.Place, g.place...)
+		g.stopEach(failed, "", StatusAllocRescheduled)
+		g.desired.Stop += uint64(failed.len())
+		return limit - min(len(g.place), limit)
+	}
+
+	if !g.lost.empty() {
+		allowed := min(g.lost.len(), len(g.place))
+		g.desired.Place += uint64(allowed)
+		r.res.Place = append(r.res.Place, g.place[:allowed]...)
+	}
+	if g.rescheduleNow.empty() || len(g.place) == 0 {
+		return limit
+	}
+	for _, p := range g.place {
+		prev := p.PreviousAlloc
+		partOfFailedDeployment := r.deploymentFailed && prev != nil && r.deployment.ID == prev.DeploymentID
+		if partOfFailedDeployment || !p.Reschedule {
+			continue
+		}
+		r.res.Place = append(r.res.Place, p)
+		g.desired.Place++
+		if _, disconnecting := r.res.DisconnectUpdates[prev.ID]; disconnecting {
+			continue
+		}
+		r.res.Stop = append(r.res.Stop, &Stop{Alloc: prev, StatusDescription: StatusAllocRescheduled})
+		g.desired.Stop++
+	}
+	return limit
+}
+
+// destructiveUpdates replaces up to limit of the allocs that need a
+// destructive update, lowest names first; the rest wait (ignored).
+func (g *groupRun) destructiveUpdates(limit int) {
+	n := min(g.destructive.len(), limit)
+	g.desired.DestructiveUpdate += uint64(n)
+	g.desired.Ignore += uint64(g.destructive.len() - n)
+	res := g.r.res
+	for p := range g.destructive.ascending() {
+		if n == 0 {
+			break
+		}
+		n--
+		a := g.allocs[p].alloc
+		res.DestructiveUpdate = append(res.DestructiveUpdate, &DestructiveUpdate{
+			PlaceName:             a.Name,
+			PlaceTaskGroup:        g.tg,
+			StopAlloc:             a,
+			StopStatusDescription: StatusAllocUpdating,
+		})
+	}
+}
+
+// migrations stops every alloc that must leave its node and places its
+// replacement under the same name.
+func (g *groupRun) migrations() {
+	g.desired.Migrate += uint64(g.migrate.len())
+	res := g.r.res
+	for p := range g.migrate.ascending() {
+		g.stopAlloc(p, "", StatusAllocMigrating, "")
+		pl := g.replacement(p, false, false)
+		res.Place = append(res.Place, pl)
+	}
+}
+
+// maybeCreateDeployment attaches the group to a deployment when it has an
+// update strategy and something to deploy, and either the specification
+// changed (a destructive update here, or an in-place update in this or an
+// earlier group) or no alloc runs the current job version yet (first run).
+// The deployment is created by the first group that needs it.
+func (g *groupRun) maybeCreateDeployment() {
+	r := g.r
+	if g.existingDeployment || g.update.IsEmpty() || g.dstate.DesiredTotal == 0 {
+		return
+	}
+	updatingSpec := !g.destructive.empty() || len(r.res.InPlaceUpdate) != 0
+	hadRunning := false
+	for p := range g.all.ascending() {
+		if ai := g.allocs[p]; ai.version == r.job.Version && ai.createIndex == r.job.CreateIndex {
+			hadRunning = true
+			break
+		}
+	}
+	if hadRunning && !updatingSpec {
+		return
+	}
+	if r.deployment == nil {
+		r.deployment = r.newDeployment()
+		r.res.Deployment = r.deployment
+	}
+	if r.deployment.TaskGroups == nil {
+		r.deployment.TaskGroups = map[string]*structs.DeploymentState{}
+	}
+	r.deployment.TaskGroups[g.name] = g.dstate
+}
+
+// deploymentComplete reports whether the group needs nothing more from
+// the deployment: nothing left to place, update, migrate or reschedule, no
+// canary missing, and (when the deployment tracks the group) enough healthy
+// allocs and the canaries promoted.
+func (g *groupRun) deploymentComplete() bool {
+	r := g.r
+	pending := g.destructive.len() + g.inplace.len() + len(g.place) + g.migrate.len() +
+		g.rescheduleNow.len() + len(g.rescheduleLater)
+	if pending != 0 || g.requiresCanaries || r.deployment == nil {
+		return false
+	}
+	if s := r.deployment.TaskGroups[g.name]; s != nil {
+		if s.HealthyAllocs < max(s.DesiredTotal, s.DesiredCanaries) || (s.DesiredCanaries > 0 && !s.Promoted) {
+			return false
+		}
+	}
+	return true
+}

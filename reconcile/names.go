@@ -1,0 +1,168 @@
+package reconcile
+
+import (
+	"math/bits"
+	"slices"
+)
+
+// nameIndex records which name indexes of a group are taken, to pick the
+// lowest free names for new placements and canaries and the highest taken
+// names to stop on a scale-down. It mirrors Nomad's allocNameIndex bitmap,
+// including its size rule (the bitmap covers max(count, taken, highest
+// index) rounded up to a byte), which bounds whole-index scans when the
+// group count is 0.
+//
+// Indexes below len(dense)*64 live in a bitmap; the rare larger ones (a
+// name like web[4000000000]) live in a sorted slice, so a strange name
+// never costs gigabytes.
+type nameIndex struct {
+	count  uint
+	size   uint
+	dense  []uint64
+	sparse []uint // taken indexes >= len(dense)*64, ascending
+}
+
+// newNameIndex builds the index for a group of the given count with the
+// given taken indexes (duplicates allowed).
+func newNameIndex(count int, taken []uint) *nameIndex {
+	c := uint(max(count, 0))
+	var highest uint
+	for _, i := range taken {
+		highest = max(highest, i)
+	}
+	size := max(c, uint(len(taken)))
+	if highest >= size {
+		size = highest
+		if size%8 == 0 {
+			size++
+		}
+	}
+	if size == 0 {
+		size = 8
+	}
+	size = (size + 7) &^ 7
+	denseBits := (max(c, uint(len(taken))) + 64 + 63) &^ 63
+	ni := &nameIndex{count: c, size: size, dense: make([]uint64, denseBits/64)}
+	for _, i := range taken {
+		ni.set(i)
+	}
+	return ni
+}
+
+// has reports whether index i is taken.
+func (ni *nameIndex) has(i uint) bool {
+	if w := i / 64; w < uint(len(ni.dense)) {
+		return ni.dense[w]&(1<<(i%64)) != 0
+	}
+	_, found := slices.BinarySearch(ni.sparse, i)
+	return found
+}
+
+// set marks index i as taken.
+func (ni *nameIndex) set(i uint) {
+	if w := i / 64; w < uint(len(ni.dense)) {
+		ni.dense[w] |= 1 << (i % 64)
+		return
+	}
+	if at, found := slices.BinarySearch(ni.sparse, i); !found {
+		ni.sparse = slices.Insert(ni.sparse, at, i)
+	}
+}
+
+// unset marks index i as free.
+func (ni *nameIndex) unset(i uint) {
+	if w := i / 64; w < uint(len(ni.dense)) {
+		ni.dense[w] &^= 1 << (i % 64)
+		return
+	}
+	if at, found := slices.BinarySearch(ni.sparse, i); found {
+		ni.sparse = slices.Delete(ni.sparse, at, at+1)
+	}
+}
+
+// scanEnd is the exclusive end of the range Nomad scans for free names:
+// [0, count), or the whole bitmap when count is 0 (Nomad computes count-1
+// in unsigned arithmetic, which wraps).
+func (ni *nameIndex) scanEnd() uint {
+	if ni.count == 0 {
+		return ni.size
+	}
+	return ni.count
+}
+
+// highest frees and returns (ascending) the n highest taken indexes, or all
+// of them when fewer are taken. Scale-downs stop the allocs with these
+// names.
+func (ni *nameIndex) highest(n uint) []uint {
+	var out []uint
+	for len(ni.sparse) > 0 && uint(len(out)) < n {
+		out = append(out, ni.sparse[len(ni.sparse)-1])
+		ni.sparse = ni.sparse[:len(ni.sparse)-1]
+	}
+	for w := len(ni.dense) - 1; w >= 0 && uint(len(out)) < n; w-- {
+		for ni.dense[w] != 0 && uint(len(out)) < n {
+			b := 63 - bits.LeadingZeros64(ni.dense[w])
+			ni.dense[w] &^= 1 << uint(b)
+			out = append(out, uint(w)*64+uint(b))
+		}
+	}
+	slices.Reverse(out)
+	return out
+}
+
+// next takes and returns the n lowest free indexes below the count. When
+// fewer are free, the rest are taken from 0 upwards even though they are in
+// use (Nomad's behaviour: placing beyond the count reuses low names).
+func (ni *nameIndex) next(n uint) []uint {
+	out := make([]uint, 0, n)
+	for i := uint(0); i < ni.scanEnd() && uint(len(out)) < n; i++ {
+		if !ni.has(i) {
+			out = append(out, i)
+			ni.set(i)
+		}
+	}
+	for i := uint(0); uint(len(out)) < n; i++ {
+		out = append(out, i)
+		ni.set(i)
+	}
+	return out
+}
+
+// nextCanaries takes and returns n names for canaries. It prefers the
+// indexes of the allocs being destructively updated (destructive, ascending
+// and distinct), so that canaries share names with what they will replace,
+// then the lowest free indexes; indexes in existing (names of the current
+// canaries) are skipped in both passes. What is still missing is taken
+// above the count (count, count+1, ...) so that surplus canaries do not
+// overlap the names of the allocs they replace.
+func (ni *nameIndex) nextCanaries(n uint, existing map[uint]bool, destructive []uint) []uint {
+	out := make([]uint, 0, n)
+	if n == 0 {
+		return out
+	}
+	for _, i := range destructive {
+		if ni.count != 0 && i >= ni.count {
+			continue
+		}
+		if !existing[i] {
+			out = append(out, i)
+			ni.set(i)
+			if uint(len(out)) == n {
+				return out
+			}
+		}
+	}
+	for i := uint(0); i < ni.scanEnd(); i++ {
+		if !ni.has(i) && !existing[i] {
+			out = append(out, i)
+			ni.set(i)
+			if uint(len(out)) == n {
+				return out
+			}
+		}
+	}
+	for i := ni.count; uint(len(out)) < n; i++ {
+		out = append(out, i)
+	}
+	return out
+}
