@@ -86,7 +86,9 @@ func newLogger(level string, json bool, w io.Writer) (*zap.Logger, error) {
 		return nil, fmt.Errorf("-log-level %q: %w", level, err)
 	}
 	enc := zap.NewProductionEncoderConfig()
-	enc.EncodeTime = func(t time.Time, e zapcore.PrimitiveArrayEncoder) { e.AppendString(t.Format("2006-01-02T15:04:05.000Z07:00")) }
+	enc.EncodeTime = func(t time.Time, e zapcore.PrimitiveArrayEncoder) {
+		e.AppendString(t.Format("2006-01-02T15:04:05.000Z07:00"))
+	}
 	var encoder zapcore.Encoder
 	if json {
 		encoder = zapcore.NewJSONEncoder(enc)

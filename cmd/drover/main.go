@@ -22,14 +22,14 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"agent":       {synopsis: "Runs a drover agent (-dev: all in one)", run: runAgent},
-		"job run":     {synopsis: "Submits a job (Nomad JSON) and follows its evaluation", run: runJobRun},
-		"job status":  {synopsis: "Lists jobs, or shows one job", run: runJobStatus},
-		"job stop":    {synopsis: "Stops (or purges) a job", run: runJobStop},
+		"agent":        {synopsis: "Runs a drover agent (-dev: all in one)", run: runAgent},
+		"job run":      {synopsis: "Submits a job (Nomad JSON) and follows its evaluation", run: runJobRun},
+		"job status":   {synopsis: "Lists jobs, or shows one job", run: runJobStatus},
+		"job stop":     {synopsis: "Stops (or purges) a job", run: runJobStop},
 		"alloc status": {synopsis: "Shows an allocation", run: runAllocStatus},
-		"eval status": {synopsis: "Shows an evaluation", run: runEvalStatus},
-		"node status": {synopsis: "Lists nodes, or shows one node", run: runNodeStatus},
-		"version":     {synopsis: "Prints drover's version", run: runVersion},
+		"eval status":  {synopsis: "Shows an evaluation", run: runEvalStatus},
+		"node status":  {synopsis: "Lists nodes, or shows one node", run: runNodeStatus},
+		"version":      {synopsis: "Prints drover's version", run: runVersion},
 		nodeagent.SupervisorSubcommand: {hidden: true, run: func(args []string, _, _ io.Writer) int {
 			return nodeagent.SupervisorMain(args)
 		}},

@@ -73,6 +73,13 @@ func Open(path string) (*Store, error) {
 				return err
 			}
 		}
+		// Index 1 stands for "nothing written yet" (API readers report at
+		// least 1, as Nomad's clients need), so the first write is 2 and a
+		// blocking query at index 1 wakes on it.
+		meta := tx.Bucket(bMeta)
+		if meta.Get(keyIndex) == nil {
+			return meta.Put(keyIndex, putUint(1))
+		}
 		return nil
 	})
 	if err != nil {
