@@ -232,10 +232,15 @@ func (g *groupRun) reschedulable(ai *allocInfo, disconnecting bool) (now, later 
 	}
 	now = a.DesiredTransition.ShouldForceReschedule()
 	var eligible bool
-	if disconnecting {
+	switch {
+	case disconnecting:
 		// It has not failed; had it failed now, when could it be replaced?
 		at, eligible = ai.rescheduleTimeAfter(r.in.Now)
-	} else {
+	case a.ClientStatus == structs.AllocClientStatusUnknown && a.FollowupEvalID == r.in.EvalID:
+		// Its disconnect timeout is being processed: judge it as if it
+		// had failed when it disconnected.
+		at, eligible = ai.rescheduleTimeAfter(a.LastUnknown())
+	default:
 		at, eligible = ai.rescheduleTime()
 	}
 	if eligible && (a.FollowupEvalID == r.in.EvalID || at.Sub(r.in.Now) <= rescheduleWindow) {

@@ -208,16 +208,16 @@ type oracleNode struct {
 }
 
 type oracleAlloc struct {
-	ID                 string `json:"id"`
-	Name               string `json:"name"`
-	NodeID             string `json:"node_id"`
-	TaskGroup          string `json:"task_group"`
-	DesiredStatus      string `json:"desired_status"`
-	ClientStatus       string `json:"client_status"`
-	JobVersion         uint64 `json:"job_version"`
-	JobCreateIndex     uint64 `json:"job_create_index"`
-	DeploymentID       string `json:"deployment_id"`
-	DeploymentStatus   *struct {
+	ID               string `json:"id"`
+	Name             string `json:"name"`
+	NodeID           string `json:"node_id"`
+	TaskGroup        string `json:"task_group"`
+	DesiredStatus    string `json:"desired_status"`
+	ClientStatus     string `json:"client_status"`
+	JobVersion       uint64 `json:"job_version"`
+	JobCreateIndex   uint64 `json:"job_create_index"`
+	DeploymentID     string `json:"deployment_id"`
+	DeploymentStatus *struct {
 		Healthy   *bool      `json:"healthy"`
 		Canary    bool       `json:"canary"`
 		Timestamp *time.Time `json:"timestamp"`

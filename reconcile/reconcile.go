@@ -127,13 +127,22 @@ func (r *reconciler) splitByGroup(allocs []*structs.Allocation) []*groupRun {
 			infos = append(infos, r.describe(a, &lookup))
 		}
 	}
+	// Two passes: count per group, then fill slices of the right size.
+	member := make([]*groupRun, len(infos))
+	sizes := map[*groupRun]int{}
 	var last *groupRun
 	for i := range infos {
-		ai := &infos[i]
-		if last == nil || last.name != ai.alloc.TaskGroup {
-			last = groupFor(ai.alloc.TaskGroup)
+		if name := infos[i].alloc.TaskGroup; last == nil || last.name != name {
+			last = groupFor(name)
 		}
-		last.allocs = append(last.allocs, ai)
+		member[i] = last
+		sizes[last]++
+	}
+	for g, n := range sizes {
+		g.allocs = make([]*allocInfo, 0, n)
+	}
+	for i := range infos {
+		member[i].allocs = append(member[i].allocs, &infos[i])
 	}
 	slices.SortFunc(groups[fromJob:], func(a, b *groupRun) int {
 		if a.name < b.name {

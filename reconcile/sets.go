@@ -52,21 +52,25 @@ func parseNameIndex(name, jobID, group string) uint {
 }
 
 // isGeneratedName reports whether name == structs.AllocName(jobID, group,
-// index), without building the string.
+// index), without building the string: the prefix matches and the
+// bracketed number is written canonically (digits, no leading zero).
 func isGeneratedName(name, jobID, group string, index uint) bool {
-	if !strings.HasPrefix(name, jobID) {
+	prefix := len(jobID) + len(group) + 2
+	if len(name) < prefix+2 || name[:len(jobID)] != jobID || name[len(jobID)] != '.' ||
+		name[len(jobID)+1:prefix-1] != group || name[prefix-1] != '[' || name[len(name)-1] != ']' {
 		return false
 	}
-	rest := name[len(jobID):]
-	if len(rest) < len(group)+4 || rest[0] != '.' || rest[1:1+len(group)] != group {
+	digits := name[prefix : len(name)-1]
+	if digits[0] == '0' && len(digits) > 1 {
 		return false
 	}
-	rest = rest[1+len(group):]
-	if rest[0] != '[' || rest[len(rest)-1] != ']' {
-		return false
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
 	}
-	var buf [20]byte
-	return rest[1:len(rest)-1] == string(strconv.AppendUint(buf[:0], uint64(index), 10))
+	// Canonical digits parse to index unless they overflowed (index 0).
+	return index != 0 || digits == "0"
 }
 
 // compareCanonical is the order in which the reconciler walks the allocs of
