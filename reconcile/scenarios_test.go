@@ -376,9 +376,13 @@ func TestStopAndPurge(t *testing.T) {
 func TestUpdates(t *testing.T) {
 	runScenarios(t, []scenario{
 		{name: "in-place for all",
-			world: func() *world { w := newWorld(group("web", 3)); w.run("a", "web", 3, ver(0), kind(UpdateInPlace)); return w },
-			want:  outcome{inplace: l("a0", "a1", "a2")},
-			more:  counters("web", DesiredUpdates{InPlaceUpdate: 3})},
+			world: func() *world {
+				w := newWorld(group("web", 3))
+				w.run("a", "web", 3, ver(0), kind(UpdateInPlace))
+				return w
+			},
+			want: outcome{inplace: l("a0", "a1", "a2")},
+			more: counters("web", DesiredUpdates{InPlaceUpdate: 3})},
 		{name: "in-place with an update strategy starts a deployment",
 			world: func() *world {
 				w := newWorld(group("web", 3, rolling(1, 0)))
