@@ -99,13 +99,21 @@ func (g *groupRun) pickedName(ai *allocInfo, indexes []uint) bool {
 // decideUpdates asks the update function about every untainted alloc:
 // ignore, update in place (recorded at once), or replace (destructive,
 // limited later by the rollout). Allocs that change count towards a new
-// deployment's desired total.
+// deployment's desired total. An alloc that is also being rescheduled now
+// (only a batch alloc with a forced reschedule can be both) is not asked.
 func (g *groupRun) decideUpdates() {
 	r := g.r
 	g.inplace, g.destructive = g.newSet(), g.newSet()
 	var ignored uint64
 	for p := range g.untainted.ascending() {
 		a := g.allocs[p].alloc
+		if g.rescheduleNow.has(p) {
+			// A batch alloc forced to reschedule while it still counts
+			// is replaced anyway: updating it too would stop it twice
+			// (Nomad does; drover counts it as ignored, see ORACLE.md).
+			ignored++
+			continue
+		}
 		kind, updated := UpdateIgnore, (*structs.Allocation)(nil)
 		if r.in.Update != nil {
 			kind, updated = r.in.Update(a, r.job, g.tg)
