@@ -85,7 +85,7 @@ type Agent struct {
 	logger   *zap.Logger
 	clock    Clock
 	paths    hostPaths
-	drivers  map[string]Driver
+	drivers  map[string]driver
 	launcher *supervisorLauncher
 
 	nodeID string
@@ -144,7 +144,7 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 	if cfg.EnabledDrivers == nil && cfg.DevMode {
 		cfg.EnabledDrivers = []string{DriverRawExec}
 	}
-	drivers := map[string]Driver{}
+	drivers := map[string]driver{}
 	for _, name := range cfg.EnabledDrivers {
 		switch name {
 		case DriverRawExec:
@@ -348,12 +348,36 @@ func (a *Agent) restore(runCtx context.Context) {
 			return
 		}
 		a.state = state
+		a.sweepOrphans(nil)
 		return
 	}
+	known := make(map[string]bool, len(allocs))
 	for _, ra := range allocs {
+		known[ra.ID] = true
 		ar := a.restoreAllocRunner(ra)
 		a.logger.Info("restored allocation", zap.String("alloc_id", ra.ID), zap.Bool("failed", ar.failed()))
 		a.startRunner(runCtx, ar)
+	}
+	a.sweepOrphans(known)
+}
+
+// sweepOrphans kills whatever runs from an alloc dir that has no local
+// state (its state was lost, or it was being destroyed): nothing may run
+// unwatched. The dirs stay; an assigned alloc among them is reported
+// failed when the assignments arrive.
+func (a *Agent) sweepOrphans(known map[string]bool) {
+	entries, err := os.ReadDir(a.allocsDir())
+	if err != nil {
+		a.logger.Warn("list alloc dirs", zap.Error(err))
+		return
+	}
+	for _, e := range entries {
+		if !e.IsDir() || known[e.Name()] {
+			continue
+		}
+		if n := killLeftovers(NewAllocDir(a.allocsDir(), e.Name())); n > 0 {
+			a.logger.Warn("killed processes of an alloc dir without state", zap.String("alloc_id", e.Name()), zap.Int("processes", n))
+		}
 	}
 }
 

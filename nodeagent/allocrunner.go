@@ -297,6 +297,9 @@ func (ar *allocRunner) run(ctx context.Context) {
 	for _, tr := range tasks {
 		go tr.run(ctx)
 	}
+	// Tasks restored dead still get their reactions (a leader that died
+	// just before the agent stopped still stops the others).
+	ar.onTaskChange()
 	ar.sync()
 
 	for {
@@ -463,17 +466,20 @@ func (ar *allocRunner) waitTasks() {
 	}
 }
 
-// destroy runs the destroy hooks and forgets the alloc's local state.
+// destroy forgets the alloc's local state, then runs the destroy hooks.
+// State goes first: an agent stopped in between finds a directory without
+// state, which it never runs (see Agent.restore), rather than state
+// without a directory, which it would run again.
 func (ar *allocRunner) destroy() {
+	if err := ar.agent.state.DeleteAlloc(ar.id); err != nil {
+		ar.logger.Error("delete alloc state", zap.Error(err))
+	}
 	for _, h := range ar.hooks {
 		if p, ok := h.(allocDestroyHook); ok {
 			if err := p.Destroy(); err != nil {
 				ar.logger.Warn("destroy hook failed", zap.String("hook", h.Name()), zap.Error(err))
 			}
 		}
-	}
-	if err := ar.agent.state.DeleteAlloc(ar.id); err != nil {
-		ar.logger.Error("delete alloc state", zap.Error(err))
 	}
 	ar.logger.Info("allocation destroyed")
 }

@@ -10,21 +10,21 @@ import (
 // DriverRawExec is the name of the raw_exec driver.
 const DriverRawExec = "raw_exec"
 
-// Driver turns a task into the process a supervisor runs. drover's drivers
+// driver turns a task into the process a supervisor runs. drover's drivers
 // are built in; every one of them runs its tasks under a task supervisor,
 // which is what lets tasks outlive agent restarts.
-type Driver interface {
+type driver interface {
 	// Name is the driver's name in job specs ("raw_exec").
 	Name() string
 	// Fingerprint describes the driver on this node.
 	Fingerprint() *structs.DriverInfo
 	// Prepare checks the task's driver config and returns the command
 	// line to run, interpolated with the task's environment.
-	Prepare(task *structs.Task, env *taskEnv) (*ProcessSpec, error)
+	Prepare(task *structs.Task, env *taskEnv) (*processSpec, error)
 }
 
-// ProcessSpec is the command a driver wants run for a task.
-type ProcessSpec struct {
+// processSpec is the command a driver wants run for a task.
+type processSpec struct {
 	Command string
 	Args    []string
 }
@@ -50,7 +50,7 @@ func (d *rawExecDriver) Fingerprint() *structs.DriverInfo {
 }
 
 // Prepare reads config { command = "...", args = [...] }.
-func (d *rawExecDriver) Prepare(task *structs.Task, env *taskEnv) (*ProcessSpec, error) {
+func (d *rawExecDriver) Prepare(task *structs.Task, env *taskEnv) (*processSpec, error) {
 	raw, ok := task.Config["command"]
 	if !ok {
 		return nil, fmt.Errorf("raw_exec: config.command is required")
@@ -59,7 +59,7 @@ func (d *rawExecDriver) Prepare(task *structs.Task, env *taskEnv) (*ProcessSpec,
 	if !ok || cmd == "" {
 		return nil, fmt.Errorf("raw_exec: config.command must be a non-empty string")
 	}
-	spec := &ProcessSpec{Command: env.interpolate(cmd)}
+	spec := &processSpec{Command: env.interpolate(cmd)}
 	if rawArgs, ok := task.Config["args"]; ok && rawArgs != nil {
 		list, ok := rawArgs.([]any)
 		if !ok {

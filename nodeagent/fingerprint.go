@@ -206,7 +206,7 @@ func utsString(b [65]byte) string {
 
 // fingerprint describes this machine: the node's attributes and the
 // resources it offers.
-func fingerprint(cfg *Config, p hostPaths, drivers map[string]Driver) (map[string]string, *structs.NodeResources, error) {
+func fingerprint(cfg *Config, p hostPaths, drivers map[string]driver) (map[string]string, *structs.NodeResources, error) {
 	attrs := map[string]string{}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {

@@ -206,3 +206,37 @@ func TestRestoreUnreadableState(t *testing.T) {
 		})
 	}
 }
+
+func TestRestoreWithDeadLeaderStopsFollower(t *testing.T) {
+	dir := t.TempDir()
+	guardProcesses(t, dir)
+	cp := newFakeCP()
+	a1 := startAgent(t, cp, testConfig(t, dir))
+
+	leader := shTask("leader", `while [ ! -f "$NOMAD_ALLOC_DIR/data/go" ]; do sleep 0.05; done`)
+	leader.Leader = true
+	alloc := testAlloc(testJob(structs.JobTypeBatch, leader, shTask("follower", "while true; do sleep 0.1; done")))
+	cp.addAlloc(alloc)
+	cp.waitReport(t, alloc.ID, "running", func(a *structs.Allocation) bool {
+		return a.ClientStatus == structs.AllocClientStatusRunning && a.TaskStates["follower"].State == structs.TaskStateRunning
+	})
+	follower := taskRecord(t, dir, alloc.ID, "follower")
+	a1.stop(t)
+
+	// The leader ends while no agent runs; the follower lives on.
+	if err := os.WriteFile(filepath.Join(dir, "alloc", alloc.ID, "alloc", "data", "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	exitFile := filepath.Join(dir, "alloc", alloc.ID, "leader", supervisorDirName, supervisorExitFile)
+	waitFor(t, 10*time.Second, "leader exit recorded", func() bool { _, err := os.Stat(exitFile); return err == nil })
+	if !processRunning(follower.Pid, follower.StartTicks) {
+		t.Fatal("follower died with the agent")
+	}
+
+	startAgent(t, cp, testConfig(t, dir))
+	rep := cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
+	if st := rep.TaskStates["follower"]; findEvent(st, structs.TaskLeaderDead) == nil || st.Failed {
+		t.Errorf("follower events %v", eventTypes(st))
+	}
+	waitFor(t, 5*time.Second, "no process left", func() bool { return len(procsReferencing(dir)) == 0 })
+}

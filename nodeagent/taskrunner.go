@@ -44,8 +44,8 @@ type taskRunner struct {
 
 	// Set by prestart hooks, used by start.
 	env        *taskEnv
-	proc       *ProcessSpec
-	driver     Driver
+	proc       *processSpec
+	drv        driver
 	prestarted bool
 
 	// restoredHandle is the supervisor handle persisted by an earlier

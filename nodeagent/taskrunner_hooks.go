@@ -67,7 +67,7 @@ func (*taskEnvHook) Prestart(tr *taskRunner) error {
 	if d == nil {
 		return fmt.Errorf("driver %q is not enabled on this node", tr.task.Driver)
 	}
-	tr.driver = d
+	tr.drv = d
 	tr.env = buildTaskEnv(tr.alloc, tr.task, tr.allocDir, tr.taskDir, tr.agent.Node(), agentEnviron())
 	proc, err := d.Prepare(tr.task, tr.env)
 	if err != nil {
