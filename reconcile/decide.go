@@ -6,6 +6,15 @@ import (
 	"github.com/drover-sched/drover/structs"
 )
 
+// stopSurplus stops lost allocs and what exceeds the count (see
+// stopUnneeded); the stopped allocs no longer count as untainted.
+func (g *groupRun) stopSurplus() {
+	g.isCanarying = g.canarying()
+	stop := g.stopUnneeded()
+	g.desired.Stop += uint64(stop.len())
+	g.untainted = g.untainted.minus(stop)
+}
+
 // stopUnneeded returns the allocs to stop so that the group does not run
 // more than its count, and records their stops. Lost allocs are always
 // stopped (as lost, with their stop_after follow-up eval if any). Then, if
@@ -138,6 +147,16 @@ func (g *groupRun) decideUpdates() {
 	}
 }
 
+// setAsideCanaries takes the canaries out of the untainted set while the
+// deployment waits for their promotion: they have been through
+// rescheduling and updates, but they are not part of the group's count
+// when deciding what else to place.
+func (g *groupRun) setAsideCanaries() {
+	if g.isCanarying {
+		g.untainted = g.untainted.minus(g.canaries)
+	}
+}
+
 // placeCanaries places the missing canaries when the group needs a
 // destructive change, has a canary count and is not promoted yet; the
 // deployment then wants that many canaries. Nothing is placed while the
@@ -167,6 +186,32 @@ func (g *groupRun) placeCanaries() {
 			TaskGroup: g.tg,
 			Canary:    true,
 		})
+	}
+}
+
+// placeAndReplace places what the group misses and replaces what needs a
+// destructive update, within the rollout limit. A pending
+// stop_after_client_disconnect holds back every placement of the group:
+// the lost alloc may still be running, and its replacement must not run
+// beside it. When the deployment holds placements back (paused, failed,
+// or waiting for canary promotion), only replacements of lost and failed
+// allocs go ahead, and no destructive update.
+func (g *groupRun) placeAndReplace() {
+	r := g.r
+	g.isCanarying = g.canarying()
+	limit := g.rolloutLimit()
+	if len(g.lostLater) == 0 {
+		g.place = g.computePlacements()
+		if !g.existingDeployment {
+			g.dstate.DesiredTotal += len(g.place)
+		}
+	}
+	ready := !r.deploymentPaused && !r.deploymentFailed && !g.isCanarying
+	limit = g.applyPlacements(ready, limit)
+	if ready {
+		g.destructiveUpdates(limit)
+	} else {
+		g.desired.Ignore += uint64(g.destructive.len())
 	}
 }
 
@@ -362,6 +407,15 @@ func (g *groupRun) maybeCreateDeployment() {
 		r.deployment.TaskGroups = map[string]*structs.DeploymentState{}
 	}
 	r.deployment.TaskGroups[g.name] = g.dstate
+}
+
+// handBackInitializingDeployment returns an initializing deployment whole
+// in the result, with the group states this run computed, so that they are
+// persisted.
+func (g *groupRun) handBackInitializingDeployment() {
+	if d := g.r.deployment; d != nil && d.Status == structs.DeploymentStatusInitializing {
+		g.r.res.Deployment = d
+	}
 }
 
 // deploymentComplete reports whether the group needs nothing more from
