@@ -78,7 +78,8 @@ func (ai *allocInfo) nextDelay() time.Duration {
 	case structs.DelayFunctionExponential:
 		delay = last.Delay * 2
 	case structs.DelayFunctionFibonacci:
-		if prev := events[max(len(events)-2, 0)]; len(events) >= 2 && prev != nil {
+		if len(events) >= 2 && events[len(events)-2] != nil {
+			prev := events[len(events)-2]
 			if prev.Delay == p.MaxDelay && last.Delay == p.Delay {
 				delay = last.Delay // the series was reset: start again
 			} else {

@@ -219,6 +219,9 @@ func classifyForReschedule(a *structs.Allocation, batch bool) (keep, drop bool) 
 //   - an alloc of the active deployment is not replaced unless someone
 //     asked for it (the deployment's health logic owns it);
 //   - a forced reschedule is now;
+//   - the time counts from the failure; for a disconnecting alloc, from
+//     now; for an unknown alloc whose disconnect timeout is this
+//     evaluation, from its disconnect;
 //   - when the policy allows it: now if its time is within the reschedule
 //     window or this evaluation is the alloc's follow-up; later if no
 //     follow-up eval was attached yet (one that is attached will come) or

@@ -6,6 +6,15 @@ import (
 	"github.com/drover-sched/drover/structs"
 )
 
+// stopSurplus stops lost allocs and what exceeds the count (see
+// stopUnneeded); the stopped allocs no longer count as untainted.
+func (g *groupRun) stopSurplus() {
+	g.isCanarying = g.canarying()
+	stop := g.stopUnneeded()
+	g.desired.Stop += uint64(stop.len())
+	g.untainted = g.untainted.minus(stop)
+}
+
 // stopUnneeded returns the allocs to stop so that the group does not run
 // more than its count, and records their stops. Lost allocs are always
 // stopped (as lost, with their stop_after follow-up eval if any). Then, if
@@ -99,13 +108,21 @@ func (g *groupRun) pickedName(ai *allocInfo, indexes []uint) bool {
 // decideUpdates asks the update function about every untainted alloc:
 // ignore, update in place (recorded at once), or replace (destructive,
 // limited later by the rollout). Allocs that change count towards a new
-// deployment's desired total.
+// deployment's desired total. An alloc that is also being rescheduled now
+// (only a batch alloc with a forced reschedule can be both) is not asked.
 func (g *groupRun) decideUpdates() {
 	r := g.r
 	g.inplace, g.destructive = g.newSet(), g.newSet()
 	var ignored uint64
 	for p := range g.untainted.ascending() {
 		a := g.allocs[p].alloc
+		if g.rescheduleNow.has(p) {
+			// A batch alloc forced to reschedule while it still counts
+			// is replaced anyway: updating it too would stop it twice
+			// (Nomad does; drover counts it as ignored, see ORACLE.md).
+			ignored++
+			continue
+		}
 		kind, updated := UpdateIgnore, (*structs.Allocation)(nil)
 		if r.in.Update != nil {
 			kind, updated = r.in.Update(a, r.job, g.tg)
@@ -127,6 +144,16 @@ func (g *groupRun) decideUpdates() {
 	g.desired.InPlaceUpdate += uint64(g.inplace.len())
 	if !g.existingDeployment {
 		g.dstate.DesiredTotal += g.destructive.len() + g.inplace.len()
+	}
+}
+
+// setAsideCanaries takes the canaries out of the untainted set while the
+// deployment waits for their promotion: they have been through
+// rescheduling and updates, but they are not part of the group's count
+// when deciding what else to place.
+func (g *groupRun) setAsideCanaries() {
+	if g.isCanarying {
+		g.untainted = g.untainted.minus(g.canaries)
 	}
 }
 
@@ -159,6 +186,32 @@ func (g *groupRun) placeCanaries() {
 			TaskGroup: g.tg,
 			Canary:    true,
 		})
+	}
+}
+
+// placeAndReplace places what the group misses and replaces what needs a
+// destructive update, within the rollout limit. A pending
+// stop_after_client_disconnect holds back every placement of the group:
+// the lost alloc may still be running, and its replacement must not run
+// beside it. When the deployment holds placements back (paused, failed,
+// or waiting for canary promotion), only replacements of lost and failed
+// allocs go ahead, and no destructive update.
+func (g *groupRun) placeAndReplace() {
+	r := g.r
+	g.isCanarying = g.canarying()
+	limit := g.rolloutLimit()
+	if len(g.lostLater) == 0 {
+		g.place = g.computePlacements()
+		if !g.existingDeployment {
+			g.dstate.DesiredTotal += len(g.place)
+		}
+	}
+	ready := !r.deploymentPaused && !r.deploymentFailed && !g.isCanarying
+	limit = g.applyPlacements(ready, limit)
+	if ready {
+		g.destructiveUpdates(limit)
+	} else {
+		g.desired.Ignore += uint64(g.destructive.len())
 	}
 }
 
@@ -354,6 +407,15 @@ func (g *groupRun) maybeCreateDeployment() {
 		r.deployment.TaskGroups = map[string]*structs.DeploymentState{}
 	}
 	r.deployment.TaskGroups[g.name] = g.dstate
+}
+
+// handBackInitializingDeployment returns an initializing deployment whole
+// in the result, with the group states this run computed, so that they are
+// persisted.
+func (g *groupRun) handBackInitializingDeployment() {
+	if d := g.r.deployment; d != nil && d.Status == structs.DeploymentStatusInitializing {
+		g.r.res.Deployment = d
+	}
 }
 
 // deploymentComplete reports whether the group needs nothing more from

@@ -47,7 +47,8 @@ type groupRun struct {
 	place            []*Placement
 }
 
-// reconcile runs every step for the group and reports whether the group is
+// reconcile runs every step for the group, in Nomad's order (each step
+// reads what the previous ones decided), and reports whether the group is
 // done as far as the current deployment is concerned.
 func (g *groupRun) reconcile() bool {
 	r := g.r
@@ -65,6 +66,8 @@ func (g *groupRun) reconcile() bool {
 	}
 	g.count = max(g.tg.Count, 0)
 
+	// What the group has: set aside what no longer matters, then sort the
+	// rest by node, connection and failure.
 	g.initDeploymentState()
 	g.ignoreOldTerminalBatchAllocs()
 	g.stopUnneededCanaries()
@@ -72,44 +75,25 @@ func (g *groupRun) reconcile() bool {
 	g.classifyReschedulable()
 	g.resolveReconnects()
 	g.classifyDisconnecting()
+
+	// What must wait: follow-up evals for delayed stops and reschedules.
 	g.delayLostStops()
 	g.scheduleLaterReschedules()
+
+	// What must go and what must change.
 	g.names = g.buildNameIndex()
-
-	g.isCanarying = g.canarying()
-	stop := g.stopUnneeded()
-	g.desired.Stop += uint64(stop.len())
-	g.untainted = g.untainted.minus(stop)
-
+	g.stopSurplus()
 	g.decideUpdates()
-	if g.isCanarying {
-		// Canaries are not counted as placed allocs while canarying.
-		g.untainted = g.untainted.minus(g.canaries)
-	}
+	g.setAsideCanaries()
 	g.placeCanaries()
-	g.isCanarying = g.canarying()
 
-	limit := g.rolloutLimit()
-	if len(g.lostLater) == 0 {
-		g.place = g.computePlacements()
-		if !g.existingDeployment {
-			g.dstate.DesiredTotal += len(g.place)
-		}
-	}
-	ready := !r.deploymentPaused && !r.deploymentFailed && !g.isCanarying
-	limit = g.applyPlacements(ready, limit)
-	if ready {
-		g.destructiveUpdates(limit)
-	} else {
-		g.desired.Ignore += uint64(g.destructive.len())
-	}
+	// What must come, within what the deployment allows.
+	g.placeAndReplace()
 	g.migrations()
+
+	// Where the deployment stands.
 	g.maybeCreateDeployment()
-	if d := r.deployment; d != nil && d.Status == structs.DeploymentStatusInitializing {
-		// An initializing deployment is handed back whole, with the group
-		// states this run computed, so that they are persisted.
-		r.res.Deployment = d
-	}
+	g.handBackInitializingDeployment()
 	return g.deploymentComplete()
 }
 

@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
-	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -80,13 +79,31 @@ func TestOracle(t *testing.T) {
 	fmt.Printf("oracle: %d/%d scenarios match (%d documented differences)\n", matched, total, documented)
 }
 
-// documentedDifferences are the deliberate differences from Nomad: a
-// predicate on the scenario and its differences, and the reason. See
-// ORACLE.md.
+// documentedDifferences are the deliberate differences from Nomad (see
+// ORACLE.md): a predicate that recognises an affected scenario by its
+// input, and the reason. Map-order and wall-clock effects are not listed
+// here: the oracle records them as unstable fields, which are checked
+// against their summaries.
 var documentedDifferences = []struct {
 	reason string
 	match  func(sc oracleScenario, diffs []string) bool
-}{}
+}{
+	{
+		reason: "a batch alloc forced to reschedule while it still counts is only replaced; Nomad also updates it",
+		match: func(sc oracleScenario, _ []string) bool {
+			if !sc.Input.Batch {
+				return false
+			}
+			for _, a := range sc.Input.Allocs {
+				if a.DesiredTransition.ForceReschedule && a.DesiredStatus == structs.AllocDesiredStatusRun &&
+					a.ClientStatus != structs.AllocClientStatusFailed && a.Update != "ignore" {
+					return true
+				}
+			}
+			return false
+		},
+	},
+}
 
 func documentedDifference(sc oracleScenario, diffs []string) string {
 	for _, d := range documentedDifferences {
@@ -98,16 +115,12 @@ func documentedDifference(sc oracleScenario, diffs []string) string {
 }
 
 // oracleDir is DROVER_ORACLE_DIR, or ../../shared/oracle relative to this
-// package's directory.
+// package's directory (where go test runs the package's tests).
 func oracleDir(t *testing.T) string {
 	if d := os.Getenv("DROVER_ORACLE_DIR"); d != "" {
 		return d
 	}
-	_, file, _, ok := runtime.Caller(0)
-	if !ok {
-		t.Fatal("cannot locate the package directory")
-	}
-	return filepath.Join(filepath.Dir(file), "..", "..", "shared", "oracle")
+	return filepath.Join("..", "..", "shared", "oracle")
 }
 
 // The JSON schema of the oracle files.

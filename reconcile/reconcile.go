@@ -3,6 +3,7 @@ package reconcile
 import (
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/drover-sched/drover/structs"
 )
@@ -144,15 +145,7 @@ func (r *reconciler) splitByGroup(allocs []*structs.Allocation) []*groupRun {
 	for i := range infos {
 		member[i].allocs = append(member[i].allocs, &infos[i])
 	}
-	slices.SortFunc(groups[fromJob:], func(a, b *groupRun) int {
-		if a.name < b.name {
-			return -1
-		}
-		if a.name > b.name {
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(groups[fromJob:], func(a, b *groupRun) int { return strings.Compare(a.name, b.name) })
 	for _, g := range groups {
 		sortCanonical(g.allocs)
 		g.words = (len(g.allocs) + 63) / 64
@@ -168,6 +161,7 @@ type groupLookup struct {
 	group *structs.TaskGroup
 }
 
+// find returns job's group called name, or nil.
 func (l *groupLookup) find(job *structs.Job, name string) *structs.TaskGroup {
 	if job == nil {
 		return nil

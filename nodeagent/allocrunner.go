@@ -1,0 +1,594 @@
+package nodeagent
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// Client descriptions, as Nomad's.
+const (
+	descTasksRunning  = "Tasks are running"
+	descTasksFailed   = "Failed tasks"
+	descTasksComplete = "All tasks have completed"
+	descTasksPending  = "No tasks have started"
+)
+
+// allocRunner runs one allocation: its alloc hooks, one task runner per
+// task, the reactions between tasks (a failed task kills its siblings, a
+// dead leader stops the others), and the client status it reports.
+type allocRunner struct {
+	agent    *Agent
+	logger   *zap.Logger
+	id       string
+	allocDir AllocDir
+	hooks    []allocHook
+
+	mu         sync.Mutex
+	alloc      *structs.Allocation
+	tasks      map[string]*taskRunner
+	taskOrder  []string
+	failReason string
+	failedAt   time.Time
+	// failEvent is the event put on each task when the alloc fails as a
+	// whole.
+	failEvent func(reason string) *structs.TaskEvent
+	// failedStates are the task states of an alloc that failed as a
+	// whole (its tasks never ran under this agent).
+	failedStates map[string]*structs.TaskState
+	stopping     bool
+	postrunDone  bool
+	deadSeen     map[string]bool
+	terminalAt   time.Time
+	pending      *structs.Allocation
+
+	// Only the run goroutine touches these.
+	restored    *restoredAlloc
+	lastSent    []byte
+	lastMutable []byte
+
+	updateCh    chan struct{}
+	taskCh      chan struct{}
+	destroyCh   chan struct{}
+	destroyOnce sync.Once
+	waitCh      chan struct{}
+}
+
+func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
+	ar := &allocRunner{
+		agent:     a,
+		logger:    a.logger.With(zap.String("alloc_id", alloc.ID)),
+		id:        alloc.ID,
+		allocDir:  NewAllocDir(a.allocsDir(), alloc.ID),
+		alloc:     alloc,
+		tasks:     map[string]*taskRunner{},
+		deadSeen:  map[string]bool{},
+		updateCh:  make(chan struct{}, 1),
+		taskCh:    make(chan struct{}, 1),
+		destroyCh: make(chan struct{}),
+		waitCh:    make(chan struct{}),
+		failEvent: func(reason string) *structs.TaskEvent { return setupFailureEvent(fmt.Errorf("%s", reason)) },
+	}
+	ar.hooks = []allocHook{&allocDirHook{ar: ar}}
+	return ar
+}
+
+// newAllocRunner returns the runner of an alloc the agent has just been
+// assigned. lostReason, when set, says the agent once ran this alloc but
+// lost its local state: the alloc is then reported failed, never run.
+func (a *Agent) newAllocRunner(alloc *structs.Allocation, lostReason string) *allocRunner {
+	ar := a.baseAllocRunner(alloc)
+	if err := a.state.PutAlloc(alloc, &allocImmutableState{AgentVersion: a.cfg.Version, CreatedAt: time.Now().UTC()}); err != nil {
+		ar.logger.Error("persist new alloc", zap.Error(err))
+	}
+	if lostReason != "" {
+		ar.setFailed(lostReason, restoreFailedEvent)
+		return ar
+	}
+	if tg := ar.taskGroup(); tg != nil {
+		for _, t := range tg.Tasks {
+			tr := newTaskRunner(ar, t, nil, nil)
+			ar.addTask(tr)
+			tr.markReceived()
+		}
+	}
+	return ar
+}
+
+// restoreAllocRunner rebuilds the runner of an alloc from local state.
+func (a *Agent) restoreAllocRunner(ra *restoredAlloc) *allocRunner {
+	alloc := ra.Alloc
+	if alloc == nil {
+		alloc = &structs.Allocation{ID: ra.ID}
+	}
+	ar := a.baseAllocRunner(alloc)
+	ar.restored = ra
+	if m := ra.Mutable; m != nil {
+		ar.lastMutable, _ = json.Marshal(m)
+		if m.FailReason != "" {
+			ar.failReason, ar.failedAt = m.FailReason, m.FailedAt
+			ar.failEvent = restoreFailedEvent
+		}
+	}
+	if ra.Err != nil {
+		ar.setFailed("local state unreadable: "+ra.Err.Error(), restoreFailedEvent)
+		return ar
+	}
+	if ar.failReason != "" {
+		ar.fillFailedStates()
+		return ar
+	}
+	if tg := ar.taskGroup(); tg != nil {
+		for _, t := range tg.Tasks {
+			var st *structs.TaskState
+			var h *taskHandleState
+			if rt := ra.Tasks[t.Name]; rt != nil {
+				st, h = rt.State, rt.Handle
+			}
+			ar.addTask(newTaskRunner(ar, t, st, h))
+		}
+	}
+	return ar
+}
+
+func (ar *allocRunner) addTask(tr *taskRunner) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ar.tasks[tr.task.Name] = tr
+	ar.taskOrder = append(ar.taskOrder, tr.task.Name)
+}
+
+// Alloc returns the alloc as last received (shared; do not modify).
+func (ar *allocRunner) Alloc() *structs.Allocation {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.alloc
+}
+
+// AllocModifyIndex is the server's modify index of the alloc the runner
+// last received.
+func (ar *allocRunner) AllocModifyIndex() uint64 {
+	return ar.Alloc().AllocModifyIndex
+}
+
+func (ar *allocRunner) taskGroup() *structs.TaskGroup {
+	alloc := ar.Alloc()
+	if alloc.Job == nil {
+		ar.setFailed("allocation has no job", nil)
+		return nil
+	}
+	tg := alloc.Job.LookupTaskGroup(alloc.TaskGroup)
+	if tg == nil {
+		ar.setFailed(fmt.Sprintf("missing task group %q", alloc.TaskGroup), nil)
+	}
+	return tg
+}
+
+// setFailed marks the whole alloc failed (its tasks will not run).
+func (ar *allocRunner) setFailed(reason string, event func(string) *structs.TaskEvent) {
+	ar.mu.Lock()
+	if ar.failReason == "" {
+		ar.failReason = reason
+		ar.failedAt = time.Now().UTC()
+		if event != nil {
+			ar.failEvent = event
+		}
+	}
+	ar.mu.Unlock()
+	ar.logger.Error("allocation failed", zap.String("reason", reason))
+	ar.fillFailedStates()
+}
+
+// fillFailedStates gives every task of a failed alloc a dead, failed
+// state with the reason, as far as the alloc's job is known.
+func (ar *allocRunner) fillFailedStates() {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.alloc.Job == nil {
+		return
+	}
+	tg := ar.alloc.Job.LookupTaskGroup(ar.alloc.TaskGroup)
+	if tg == nil {
+		return
+	}
+	if ar.failedStates == nil {
+		ar.failedStates = map[string]*structs.TaskState{}
+	}
+	for _, t := range tg.Tasks {
+		if _, ok := ar.failedStates[t.Name]; ok {
+			continue
+		}
+		if tr := ar.tasks[t.Name]; tr != nil && tr.isDead() {
+			continue
+		}
+		ev := ar.failEvent(ar.failReason)
+		ev.Time = ar.failedAt.UnixNano()
+		ar.failedStates[t.Name] = &structs.TaskState{
+			State: structs.TaskStateDead, Failed: true, FinishedAt: ar.failedAt,
+			Events: []*structs.TaskEvent{ev},
+		}
+	}
+}
+
+func (ar *allocRunner) failed() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.failReason != ""
+}
+
+// taskStateChanged is the task runners' notification.
+func (ar *allocRunner) taskStateChanged() {
+	select {
+	case ar.taskCh <- struct{}{}:
+	default:
+	}
+}
+
+// Update hands the runner a newer version of its alloc from the server.
+func (ar *allocRunner) Update(alloc *structs.Allocation) {
+	ar.mu.Lock()
+	ar.pending = alloc
+	ar.mu.Unlock()
+	select {
+	case ar.updateCh <- struct{}{}:
+	default:
+	}
+}
+
+// Destroy stops the alloc's tasks (leader first), removes its directory
+// and forgets its local state. It does not wait: see WaitCh.
+func (ar *allocRunner) Destroy() {
+	ar.destroyOnce.Do(func() { close(ar.destroyCh) })
+}
+
+// WaitCh is closed when the runner's goroutine has returned.
+func (ar *allocRunner) WaitCh() <-chan struct{} { return ar.waitCh }
+
+func (ar *allocRunner) taskList() []*taskRunner {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	out := make([]*taskRunner, 0, len(ar.taskOrder))
+	for _, n := range ar.taskOrder {
+		out = append(out, ar.tasks[n])
+	}
+	return out
+}
+
+// run is the alloc's lifecycle. It returns when the alloc is destroyed, or
+// when ctx ends (agent shutdown: tasks keep running).
+func (ar *allocRunner) run(ctx context.Context) {
+	defer close(ar.waitCh)
+	if ar.failed() {
+		ar.runFailed(ctx)
+		return
+	}
+	alloc := ar.Alloc()
+	restoredTerminal := ar.restored != nil && ar.restored.Mutable != nil &&
+		(ar.restored.Mutable.ClientStatus == structs.AllocClientStatusComplete ||
+			ar.restored.Mutable.ClientStatus == structs.AllocClientStatusFailed)
+	if !restoredTerminal && !alloc.ServerTerminalStatus() {
+		for _, h := range ar.hooks {
+			p, ok := h.(allocPrerunHook)
+			if !ok {
+				continue
+			}
+			if err := p.Prerun(ctx); err != nil {
+				if ctx.Err() != nil {
+					return
+				}
+				ar.setFailed(fmt.Sprintf("prerun hook %q failed: %v", h.Name(), err), nil)
+				ar.runFailed(ctx)
+				return
+			}
+		}
+	}
+	tasks := ar.taskList()
+	if restoredTerminal || alloc.ServerTerminalStatus() {
+		// Never (re)start anything of a terminal alloc.
+		ar.stopAll()
+	}
+	for _, tr := range tasks {
+		go tr.run(ctx)
+	}
+	// Tasks restored dead still get their reactions (a leader that died
+	// just before the agent stopped still stops the others).
+	ar.onTaskChange()
+	ar.sync()
+
+	for {
+		select {
+		case <-ar.taskCh:
+			ar.onTaskChange()
+			ar.sync()
+		case <-ar.updateCh:
+			ar.applyUpdate()
+			ar.sync()
+		case <-ar.destroyCh:
+			ar.stopAll()
+			ar.waitTasks()
+			ar.destroy()
+			return
+		case <-ctx.Done():
+			ar.waitTasks()
+			return
+		}
+	}
+}
+
+// runFailed is the lifecycle of an alloc that failed as a whole: make
+// sure nothing of it runs, report it, wait to be destroyed.
+func (ar *allocRunner) runFailed(ctx context.Context) {
+	if n := killLeftovers(ar.allocDir); n > 0 {
+		ar.logger.Warn("killed processes left by an alloc whose state was lost", zap.Int("processes", n))
+	}
+	ar.sync()
+	for {
+		select {
+		case <-ar.updateCh:
+			ar.applyUpdate()
+			ar.fillFailedStates()
+			ar.sync()
+		case <-ar.taskCh:
+		case <-ar.destroyCh:
+			ar.destroy()
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// applyUpdate takes in the latest alloc from the server.
+func (ar *allocRunner) applyUpdate() {
+	ar.mu.Lock()
+	upd := ar.pending
+	ar.pending = nil
+	if upd == nil {
+		ar.mu.Unlock()
+		return
+	}
+	if upd.Job == nil {
+		upd.Job = ar.alloc.Job
+	}
+	ar.alloc = upd
+	ar.mu.Unlock()
+	if err := ar.agent.state.PutAlloc(upd, nil); err != nil {
+		ar.logger.Error("persist alloc update", zap.Error(err))
+	}
+	for _, h := range ar.hooks {
+		if p, ok := h.(allocUpdateHook); ok {
+			if err := p.Update(upd); err != nil {
+				ar.logger.Warn("update hook failed", zap.String("hook", h.Name()), zap.Error(err))
+			}
+		}
+	}
+	if upd.ServerTerminalStatus() {
+		ar.logger.Info("allocation stopped by the server", zap.String("desired_status", upd.DesiredStatus))
+		ar.stopAll()
+	}
+}
+
+// onTaskChange reacts to tasks that died: a failed task kills its
+// siblings; a dead leader stops the others.
+func (ar *allocRunner) onTaskChange() {
+	tasks := ar.taskList()
+	allDead := true
+	for _, tr := range tasks {
+		st := tr.State()
+		if st.State != structs.TaskStateDead {
+			allDead = false
+			continue
+		}
+		ar.mu.Lock()
+		seen := ar.deadSeen[tr.task.Name]
+		ar.deadSeen[tr.task.Name] = true
+		stopping := ar.stopping
+		ar.mu.Unlock()
+		if seen || stopping {
+			continue
+		}
+		switch {
+		case st.Failed:
+			for _, o := range tasks {
+				if o != tr && !o.isDead() {
+					ar.logger.Info("task failed, killing its siblings", zap.String("failed_task", tr.task.Name), zap.String("task", o.task.Name))
+					o.Kill(siblingFailedEvent(tr.task.Name))
+				}
+			}
+		case tr.task.Leader:
+			for _, o := range tasks {
+				if o != tr && !o.isDead() {
+					ar.logger.Info("leader task dead, stopping the others", zap.String("leader", tr.task.Name), zap.String("task", o.task.Name))
+					o.Kill(newTaskEvent(structs.TaskLeaderDead))
+				}
+			}
+		}
+	}
+	if allDead && len(tasks) > 0 {
+		ar.mu.Lock()
+		run := !ar.postrunDone
+		ar.postrunDone = true
+		ar.mu.Unlock()
+		if run {
+			for _, h := range ar.hooks {
+				if p, ok := h.(allocPostrunHook); ok {
+					if err := p.Postrun(); err != nil {
+						ar.logger.Warn("postrun hook failed", zap.String("hook", h.Name()), zap.Error(err))
+					}
+				}
+			}
+		}
+	}
+}
+
+// stopAll kills every task, the leader first and the others once it is
+// dead. It does not wait.
+func (ar *allocRunner) stopAll() {
+	ar.mu.Lock()
+	if ar.stopping {
+		ar.mu.Unlock()
+		return
+	}
+	ar.stopping = true
+	ar.mu.Unlock()
+	tasks := ar.taskList()
+	var leader *taskRunner
+	for _, tr := range tasks {
+		if tr.task.Leader {
+			leader = tr
+			break
+		}
+	}
+	go func() {
+		if leader != nil {
+			leader.Kill(nil)
+			<-leader.WaitCh()
+		}
+		for _, tr := range tasks {
+			if tr != leader {
+				tr.Kill(nil)
+			}
+		}
+	}()
+}
+
+// waitTasks waits for every task runner goroutine to return.
+func (ar *allocRunner) waitTasks() {
+	for _, tr := range ar.taskList() {
+		<-tr.WaitCh()
+	}
+}
+
+// destroy forgets the alloc's local state, then runs the destroy hooks.
+// State goes first: an agent stopped in between finds a directory without
+// state, which it never runs (see Agent.restore), rather than state
+// without a directory, which it would run again.
+func (ar *allocRunner) destroy() {
+	if err := ar.agent.state.DeleteAlloc(ar.id); err != nil {
+		ar.logger.Error("delete alloc state", zap.Error(err))
+	}
+	for _, h := range ar.hooks {
+		if p, ok := h.(allocDestroyHook); ok {
+			if err := p.Destroy(); err != nil {
+				ar.logger.Warn("destroy hook failed", zap.String("hook", h.Name()), zap.Error(err))
+			}
+		}
+	}
+	ar.logger.Info("allocation destroyed")
+}
+
+// sync persists the alloc's client-side state and, when it changed,
+// queues a report to the control plane.
+func (ar *allocRunner) sync() {
+	snap, mutable := ar.snapshot()
+	if mb, err := json.Marshal(&mutable); err == nil && !bytes.Equal(mb, ar.lastMutable) {
+		if err := ar.agent.state.PutAllocMutable(ar.id, &mutable); err != nil {
+			ar.logger.Error("persist alloc status", zap.Error(err))
+		} else {
+			ar.lastMutable = mb
+		}
+	}
+	b, err := json.Marshal(snap)
+	if err != nil || bytes.Equal(b, ar.lastSent) {
+		return
+	}
+	ar.lastSent = b
+	ar.logger.Debug("alloc state changed", zap.String("client_status", snap.ClientStatus))
+	ar.agent.reporter.enqueue(snap)
+}
+
+// snapshot builds the report of the alloc's client-side state.
+func (ar *allocRunner) snapshot() (*structs.Allocation, allocMutableState) {
+	states := map[string]*structs.TaskState{}
+	for _, tr := range ar.taskList() {
+		states[tr.task.Name] = tr.State()
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	for name, st := range ar.failedStates {
+		if _, ok := states[name]; !ok || states[name].State != structs.TaskStateDead {
+			states[name] = copyTaskState(st)
+		}
+	}
+	status, desc := clientStatus(states)
+	if ar.failReason != "" {
+		status, desc = structs.AllocClientStatusFailed, ar.failReason
+	}
+	terminal := status == structs.AllocClientStatusComplete || status == structs.AllocClientStatusFailed
+	if terminal {
+		if ar.terminalAt.IsZero() {
+			ar.terminalAt = time.Now().UTC()
+		}
+		for _, st := range states {
+			if st.FinishedAt.IsZero() {
+				st.FinishedAt = ar.terminalAt
+			}
+		}
+	}
+	var ds *structs.AllocDeploymentStatus
+	if status == structs.AllocClientStatusFailed && ar.alloc.DeploymentID != "" {
+		// A failed alloc is unhealthy in its deployment, whatever the
+		// health watcher (issue 5) would have decided.
+		unhealthy := false
+		ds = &structs.AllocDeploymentStatus{Healthy: &unhealthy, Timestamp: ar.terminalAt}
+		if cur := ar.alloc.DeploymentStatus; cur != nil {
+			ds.Canary = cur.Canary
+			ds.ModifyIndex = cur.ModifyIndex
+		}
+	}
+	snap := &structs.Allocation{
+		ID:                ar.id,
+		NodeID:            ar.agent.NodeID(),
+		ClientStatus:      status,
+		ClientDescription: desc,
+		TaskStates:        states,
+		DeploymentStatus:  ds,
+	}
+	mutable := allocMutableState{
+		ClientStatus:      status,
+		ClientDescription: desc,
+		DeploymentStatus:  ds,
+		FailReason:        ar.failReason,
+		FailedAt:          ar.failedAt,
+	}
+	return snap, mutable
+}
+
+// clientStatus derives an alloc's client status from its task states: any
+// failed → failed; else any running → running; else any pending →
+// pending; else all dead → complete.
+func clientStatus(states map[string]*structs.TaskState) (string, string) {
+	var pending, running, dead, failed bool
+	for _, st := range states {
+		switch st.State {
+		case structs.TaskStateRunning:
+			running = true
+		case structs.TaskStatePending:
+			pending = true
+		case structs.TaskStateDead:
+			if st.Failed {
+				failed = true
+			} else {
+				dead = true
+			}
+		}
+	}
+	switch {
+	case failed:
+		return structs.AllocClientStatusFailed, descTasksFailed
+	case running:
+		return structs.AllocClientStatusRunning, descTasksRunning
+	case pending:
+		return structs.AllocClientStatusPending, descTasksPending
+	case dead:
+		return structs.AllocClientStatusComplete, descTasksComplete
+	}
+	return structs.AllocClientStatusPending, descTasksPending
+}

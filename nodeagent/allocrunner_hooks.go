@@ -1,0 +1,55 @@
+package nodeagent
+
+import (
+	"context"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// allocHook is one step of an alloc's life. A hook implements one or more
+// of the hook-point interfaces below; the alloc runner calls them in list
+// order. Issue 5 adds hooks here: waiting for and migrating from the
+// previous alloc (prerun), deployment health watching (prerun/update/
+// postrun), and garbage collection (destroy).
+type allocHook interface {
+	Name() string
+}
+
+// allocPrerunHook runs before the alloc's tasks start (never for a
+// restored terminal alloc). An error fails the alloc; ctx ends when the
+// alloc is destroyed or the agent shuts down.
+type allocPrerunHook interface {
+	allocHook
+	Prerun(ctx context.Context) error
+}
+
+// allocUpdateHook runs when the server sends a newer version of the alloc.
+type allocUpdateHook interface {
+	allocHook
+	Update(alloc *structs.Allocation) error
+}
+
+// allocPostrunHook runs once all of the alloc's tasks are dead.
+type allocPostrunHook interface {
+	allocHook
+	Postrun() error
+}
+
+// allocDestroyHook runs when the alloc is destroyed, after its tasks are
+// dead.
+type allocDestroyHook interface {
+	allocHook
+	Destroy() error
+}
+
+// allocDirHook builds the alloc dir before the tasks run and removes it
+// when the alloc is destroyed.
+type allocDirHook struct {
+	ar *allocRunner
+}
+
+func (*allocDirHook) Name() string { return "alloc_dir" }
+
+func (h *allocDirHook) Prerun(context.Context) error { return h.ar.allocDir.Build() }
+
+func (h *allocDirHook) Destroy() error { return h.ar.allocDir.Destroy() }

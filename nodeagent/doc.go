@@ -1,0 +1,31 @@
+// Package nodeagent is drover's node agent: the long-lived process on each
+// machine that registers the node with the control plane, heartbeats, polls
+// the node's assignment index, and runs the allocations assigned to it.
+//
+// # Shape
+//
+// The Agent owns one allocRunner per allocation. An alloc runner runs a
+// fixed list of alloc hooks at fixed points (prerun, update, postrun,
+// destroy) and one taskRunner per task; a task runner likewise runs task
+// hooks (prestart, poststart, exited, stop) around the task's process.
+// Behaviour that later grows (previous-alloc migration, deployment health,
+// log rotation, lifecycle ordering, garbage collection) plugs in as further
+// hooks rather than as branches of the runners.
+//
+// Every task runs under a small supervisor process of drover's own (see
+// SupervisorMain): the agent starts the supervisor in its own session; the
+// supervisor starts the task as its child in the task's own process group,
+// records the task's pid and start time in the task dir, and records how
+// the task ended. Tasks and supervisors therefore outlive an agent restart,
+// and nothing that happens while the agent is down is lost.
+//
+// Local state lives in a bbolt file, <data dir>/client/state.db: per
+// allocation the allocation itself (rewritten only when the control plane
+// changes it), an immutable record written once, the mutable client status,
+// and per task its TaskState and the handle of its running supervisor. On
+// start the agent restores from it: running tasks are re-attached, tasks
+// that ended while the agent was down get their recorded exit status, and
+// allocations whose state cannot be read are reported failed.
+//
+// Units: CPU in MHz, memory and disk in MiB, unless a name says bytes.
+package nodeagent

@@ -1,0 +1,140 @@
+package nodeagent
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// newTaskEvent returns an event of the given type with the display message
+// Nomad's CLI shows for it; Time is filled in when the event is recorded.
+func newTaskEvent(typ string) *structs.TaskEvent {
+	ev := &structs.TaskEvent{Type: typ, Details: map[string]string{}}
+	switch typ {
+	case structs.TaskReceived:
+		ev.DisplayMessage = "Task received by client"
+	case structs.TaskSetup:
+		ev.Message = structs.TaskBuildingTaskDir
+		ev.DisplayMessage = structs.TaskBuildingTaskDir
+	case structs.TaskStarted:
+		ev.DisplayMessage = "Task started by client"
+	case structs.TaskKilled:
+		ev.DisplayMessage = "Task successfully killed"
+	case structs.TaskLeaderDead:
+		ev.DisplayMessage = "Leader Task in Group dead"
+	}
+	return ev
+}
+
+func terminatedEvent(ex *exitRecord) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskTerminated)
+	ev.ExitCode = ex.ExitCode
+	ev.Signal = ex.Signal
+	ev.Details["exit_code"] = fmt.Sprint(ex.ExitCode)
+	ev.Details["signal"] = fmt.Sprint(ex.Signal)
+	ev.DisplayMessage = fmt.Sprintf("Exit Code: %d", ex.ExitCode)
+	if ex.Signal != 0 {
+		ev.DisplayMessage += fmt.Sprintf(", Signal: %d", ex.Signal)
+	}
+	if ex.Err != "" {
+		ev.Message = ex.Err
+		ev.Details["exit_message"] = ex.Err
+		ev.DisplayMessage += ", Exit Message: " + fmt.Sprintf("%q", ex.Err)
+	}
+	if !ex.ExitedAt.IsZero() {
+		ev.Time = ex.ExitedAt.UnixNano()
+	}
+	return ev
+}
+
+func restartingEvent(reason string, delay time.Duration) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskRestarting)
+	ev.RestartReason = reason
+	ev.StartDelay = int64(delay)
+	ev.Details["restart_reason"] = reason
+	ev.Details["start_delay"] = fmt.Sprint(int64(delay))
+	ev.DisplayMessage = fmt.Sprintf("%s - Task restarting in %v", reason, delay.Round(time.Millisecond))
+	return ev
+}
+
+func notRestartingEvent(reason string) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskNotRestarting)
+	ev.RestartReason = reason
+	ev.FailsTask = true
+	ev.Details["restart_reason"] = reason
+	ev.Details["fails_task"] = "true"
+	ev.DisplayMessage = reason
+	return ev
+}
+
+func killingEvent(sig string, timeout time.Duration) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskKilling)
+	ev.KillTimeout = timeout
+	ev.Details["kill_timeout"] = timeout.String()
+	ev.DisplayMessage = fmt.Sprintf("Sent %s. Waiting %v before force killing", sig, timeout)
+	return ev
+}
+
+func siblingFailedEvent(sibling string) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskSiblingFailed)
+	ev.FailedSibling = sibling
+	ev.Details["failed_sibling"] = sibling
+	ev.DisplayMessage = fmt.Sprintf("Task's sibling %q failed", sibling)
+	return ev
+}
+
+func driverFailureEvent(err error) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskDriverFailure)
+	ev.DriverError = err.Error()
+	ev.Details["driver_error"] = err.Error()
+	ev.DisplayMessage = "Failed to start task: " + err.Error()
+	return ev
+}
+
+func setupFailureEvent(err error) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskSetupFailure)
+	ev.SetupError = err.Error()
+	ev.FailsTask = true
+	ev.Details["setup_error"] = err.Error()
+	ev.Details["fails_task"] = "true"
+	ev.DisplayMessage = "Error setting up task: " + err.Error()
+	return ev
+}
+
+func restoreFailedEvent(reason string) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskRestoreFailed)
+	ev.Message = reason
+	ev.FailsTask = true
+	ev.Details["fails_task"] = "true"
+	ev.DisplayMessage = reason
+	return ev
+}
+
+// appendTaskEvent adds ev to st, keeping the last TaskMaxEventsPerTask.
+func appendTaskEvent(st *structs.TaskState, ev *structs.TaskEvent) {
+	if n := len(st.Events) + 1 - structs.TaskMaxEventsPerTask; n > 0 {
+		st.Events = append(st.Events[:0:0], st.Events[n:]...)
+	}
+	st.Events = append(st.Events, ev)
+}
+
+// copyTaskState deep-copies a task state.
+func copyTaskState(st *structs.TaskState) *structs.TaskState {
+	if st == nil {
+		return nil
+	}
+	c := *st
+	c.Events = make([]*structs.TaskEvent, len(st.Events))
+	for i, e := range st.Events {
+		ec := *e
+		if e.Details != nil {
+			ec.Details = make(map[string]string, len(e.Details))
+			for k, v := range e.Details {
+				ec.Details[k] = v
+			}
+		}
+		c.Events[i] = &ec
+	}
+	return &c
+}

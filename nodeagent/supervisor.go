@@ -1,0 +1,600 @@
+package nodeagent
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// SupervisorSubcommand is the argument that makes the drover binary run as
+// a task supervisor (cmd/drover routes it to SupervisorMain).
+const SupervisorSubcommand = "task-supervisor"
+
+// Files of the supervisor's records, in the task's StateDir.
+const (
+	supervisorSpecFile   = "spec.json"
+	supervisorRecordFile = "supervisor.json"
+	supervisorTaskFile   = "task.json"
+	supervisorExitFile   = "exit.json"
+	supervisorLogFile    = "supervisor.log"
+	// supervisorLockFile is flock()ed by a supervisor for its whole life:
+	// while it is held, a supervisor for the task is alive, and no second
+	// one may start.
+	supervisorLockFile = "supervisor.lock"
+)
+
+// supervisorStatusFD is the descriptor on which a supervisor started by the
+// agent reports whether the task started (one JSON line, then EOF).
+const supervisorStatusFD = 3
+
+// supervisorSpec is what a supervisor runs: written by the agent to the
+// task's StateDir, read by the supervisor.
+type supervisorSpec struct {
+	// RunID identifies this launch of the task; every record the
+	// supervisor writes carries it, so records of an earlier launch are
+	// never mistaken for this one's.
+	RunID      string
+	Command    string
+	Args       []string
+	Env        []string
+	Dir        string
+	StdoutPath string
+	StderrPath string
+	// StateDir is where the supervisor writes its records.
+	StateDir string
+}
+
+// procRecord identifies a process: its pid and /proc start time, which
+// tells it apart from a later process with the same pid.
+type procRecord struct {
+	RunID      string
+	Pid        int
+	StartTicks uint64
+	StartedAt  time.Time
+}
+
+// exitRecord is how a task ended, written by its supervisor.
+type exitRecord struct {
+	RunID    string
+	ExitCode int
+	Signal   int
+	ExitedAt time.Time
+	// Err is set when the supervisor could not tell how the task ended.
+	Err string `json:",omitempty"`
+}
+
+// Successful reports a clean exit (code 0, no signal, no error).
+func (e *exitRecord) Successful() bool {
+	return e.ExitCode == 0 && e.Signal == 0 && e.Err == ""
+}
+
+// supervisorStatus is the one line a supervisor writes on its status
+// descriptor once the task started, or failed to.
+type supervisorStatus struct {
+	Task  *procRecord `json:",omitempty"`
+	Error string      `json:",omitempty"`
+	// Unrecoverable is true when retrying cannot help (no such command,
+	// not executable).
+	Unrecoverable bool `json:",omitempty"`
+}
+
+// SupervisorMain is the entry point of a task supervisor process: the
+// drover binary re-executed as "drover task-supervisor SPEC" by the node
+// agent (args are the arguments after the subcommand: the spec path). It
+// starts the task described by the spec as its child, in the task's own
+// process group, records the task's pid and start time, waits for it,
+// records how it ended, and returns the process exit code to use. The
+// agent starts it in its own session, so it outlives the agent.
+func SupervisorMain(args []string) int {
+	if len(args) != 1 {
+		fmt.Fprintln(os.Stderr, "usage: drover "+SupervisorSubcommand+" SPEC")
+		return 2
+	}
+	// The parent-death signal given to the task is bound to the thread
+	// that forks it: keep this goroutine on one thread for good.
+	runtime.LockOSThread()
+
+	status := openStatusFD()
+	report := func(s supervisorStatus) {
+		if status == nil {
+			return
+		}
+		b, _ := json.Marshal(s)
+		_, _ = status.Write(append(b, '\n'))
+		_ = status.Close()
+		status = nil
+	}
+	fail := func(unrecoverable bool, format string, a ...any) int {
+		msg := fmt.Sprintf(format, a...)
+		fmt.Fprintln(os.Stderr, "task-supervisor:", msg)
+		report(supervisorStatus{Error: msg, Unrecoverable: unrecoverable})
+		return 1
+	}
+
+	var spec supervisorSpec
+	if err := readJSON(args[0], &spec); err != nil {
+		return fail(true, "read spec: %v", err)
+	}
+	lock, err := acquireSupervisorLock(spec.StateDir)
+	if err != nil {
+		return fail(false, "%v", err)
+	}
+	defer lock.Close()
+	self, err := selfRecord(spec.RunID)
+	if err != nil {
+		return fail(false, "%v", err)
+	}
+	if err := writeJSONAtomic(filepath.Join(spec.StateDir, supervisorRecordFile), self, 0o600); err != nil {
+		return fail(false, "%v", err)
+	}
+
+	stdout, err := os.OpenFile(spec.StdoutPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fail(false, "open stdout log: %v", err)
+	}
+	stderr, err := os.OpenFile(spec.StderrPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
+	if err != nil {
+		return fail(false, "open stderr log: %v", err)
+	}
+	path, err := resolveCommand(spec.Command, spec.Dir, spec.Env)
+	if err != nil {
+		return fail(true, "%v", err)
+	}
+
+	cmd := &exec.Cmd{
+		Path:   path,
+		Args:   append([]string{spec.Command}, spec.Args...),
+		Env:    spec.Env,
+		Dir:    spec.Dir,
+		Stdout: stdout,
+		Stderr: stderr,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid: true,
+			// The task must not outlive its supervisor: if the
+			// supervisor dies, the kernel kills the task.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}
+	// Requests to stop the supervisor are passed on to the task's group.
+	sigCh := make(chan os.Signal, 4)
+	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
+	if err := cmd.Start(); err != nil {
+		return fail(isUnrecoverableStart(err), "start task: %v", err)
+	}
+	stdout.Close()
+	stderr.Close()
+	pid := cmd.Process.Pid
+	ticks, _, _ := procStat(pid)
+	task := &procRecord{RunID: spec.RunID, Pid: pid, StartTicks: ticks, StartedAt: time.Now()}
+	if err := writeJSONAtomic(filepath.Join(spec.StateDir, supervisorTaskFile), task, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "task-supervisor:", err)
+	}
+	report(supervisorStatus{Task: task})
+
+	go func() {
+		for sig := range sigCh {
+			_ = unix.Kill(-pid, sig.(syscall.Signal))
+		}
+	}()
+
+	werr := cmd.Wait()
+	signal.Stop(sigCh)
+	// Whatever the task left in its group goes with it.
+	_ = unix.Kill(-pid, unix.SIGKILL)
+
+	rec := &exitRecord{RunID: spec.RunID, ExitedAt: time.Now()}
+	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
+		switch {
+		case ws.Signaled():
+			rec.Signal = int(ws.Signal())
+			rec.ExitCode = 128 + rec.Signal
+		default:
+			rec.ExitCode = ws.ExitStatus()
+		}
+	} else if werr != nil {
+		rec.ExitCode = -1
+		rec.Err = werr.Error()
+	}
+	if err := writeJSONAtomic(filepath.Join(spec.StateDir, supervisorExitFile), rec, 0o600); err != nil {
+		fmt.Fprintln(os.Stderr, "task-supervisor:", err)
+		return 1
+	}
+	return 0
+}
+
+// acquireSupervisorLock takes the task's supervisor lock, or fails if
+// another supervisor holds it. The descriptor is close-on-exec, so the
+// task does not inherit it: the lock lives exactly as long as the
+// supervisor.
+func acquireSupervisorLock(stateDir string) (*os.File, error) {
+	f, err := os.OpenFile(filepath.Join(stateDir, supervisorLockFile), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open supervisor lock: %w", err)
+	}
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		f.Close()
+		if errors.Is(err, unix.EWOULDBLOCK) {
+			return nil, errors.New("another supervisor is running for this task")
+		}
+		return nil, fmt.Errorf("lock supervisor lock: %w", err)
+	}
+	return f, nil
+}
+
+// supervisorLockHeld reports whether a live supervisor holds the task's
+// lock.
+func supervisorLockHeld(stateDir string) bool {
+	f, err := os.OpenFile(filepath.Join(stateDir, supervisorLockFile), os.O_RDWR, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return errors.Is(err, unix.EWOULDBLOCK)
+	}
+	_ = unix.Flock(int(f.Fd()), unix.LOCK_UN)
+	return false
+}
+
+// openStatusFD returns the status descriptor when the supervisor was given
+// one, nil otherwise.
+func openStatusFD() *os.File {
+	if _, err := unix.FcntlInt(uintptr(supervisorStatusFD), unix.F_GETFD, 0); err != nil {
+		return nil
+	}
+	return os.NewFile(uintptr(supervisorStatusFD), "status")
+}
+
+// selfRecord identifies the running process.
+func selfRecord(runID string) (*procRecord, error) {
+	pid := os.Getpid()
+	ticks, _, err := procStat(pid)
+	if err != nil {
+		return nil, fmt.Errorf("read own start time: %w", err)
+	}
+	return &procRecord{RunID: runID, Pid: pid, StartTicks: ticks, StartedAt: time.Now()}, nil
+}
+
+// resolveCommand finds the executable for command: a path with a slash is
+// taken relative to dir; a bare name is searched in the task's PATH.
+func resolveCommand(command, dir string, env []string) (string, error) {
+	if command == "" {
+		return "", errors.New("no command")
+	}
+	if strings.Contains(command, "/") {
+		p := command
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if err := checkExecutable(p); err != nil {
+			return "", err
+		}
+		return p, nil
+	}
+	pathEnv := os.Getenv("PATH")
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			pathEnv = v
+		}
+	}
+	for _, d := range filepath.SplitList(pathEnv) {
+		if d == "" {
+			d = "."
+		}
+		p := filepath.Join(d, command)
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(dir, p)
+		}
+		if checkExecutable(p) == nil {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("command %q not found in PATH", command)
+}
+
+func checkExecutable(p string) error {
+	fi, err := os.Stat(p)
+	if err != nil {
+		return fmt.Errorf("command %s: %w", p, err)
+	}
+	if fi.IsDir() {
+		return fmt.Errorf("command %s is a directory", p)
+	}
+	if fi.Mode()&0o111 == 0 {
+		return fmt.Errorf("command %s is not executable", p)
+	}
+	return nil
+}
+
+// isUnrecoverableStart reports start errors that a retry cannot fix.
+func isUnrecoverableStart(err error) bool {
+	return errors.Is(err, os.ErrNotExist) || errors.Is(err, os.ErrPermission) ||
+		errors.Is(err, unix.ENOEXEC) || errors.Is(err, unix.EACCES)
+}
+
+// taskStartError is a failure to start a task.
+type taskStartError struct {
+	msg           string
+	unrecoverable bool
+}
+
+func (e *taskStartError) Error() string { return e.msg }
+
+// supervisorHandle is the agent's hold on one running supervisor and its
+// task.
+type supervisorHandle struct {
+	runID    string
+	stateDir string
+	sup      procRecord
+	task     procRecord
+	// childDone is closed when the supervisor, a child of this process,
+	// has been reaped; nil for supervisors re-attached after a restart,
+	// which are watched through /proc instead.
+	childDone <-chan struct{}
+}
+
+// supervisorLauncher starts supervisors.
+type supervisorLauncher struct {
+	// command is the supervisor command line before the spec path.
+	command []string
+	// env is added to this process's environment for the supervisor
+	// (not for the task: the task's environment is in the spec).
+	env []string
+	// startTimeout bounds how long a supervisor may take to report.
+	startTimeout time.Duration
+}
+
+// launch writes spec to its StateDir and starts a supervisor for it. It
+// returns once the task has started, or with a *taskStartError.
+func (l *supervisorLauncher) launch(spec *supervisorSpec) (*supervisorHandle, error) {
+	if supervisorLockHeld(spec.StateDir) {
+		// Never two copies of a task: an earlier supervisor is alive.
+		return nil, &taskStartError{msg: "a supervisor of an earlier launch of this task is still running"}
+	}
+	for _, f := range []string{supervisorRecordFile, supervisorTaskFile, supervisorExitFile} {
+		if err := os.Remove(filepath.Join(spec.StateDir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("clear old supervisor record: %w", err)
+		}
+	}
+	specPath := filepath.Join(spec.StateDir, supervisorSpecFile)
+	if err := writeJSONAtomic(specPath, spec, 0o600); err != nil {
+		return nil, err
+	}
+	logPath := filepath.Join(spec.StateDir, supervisorLogFile)
+	logf, err := os.OpenFile(logPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open supervisor log: %w", err)
+	}
+	defer logf.Close()
+	r, w, err := os.Pipe()
+	if err != nil {
+		return nil, fmt.Errorf("status pipe: %w", err)
+	}
+	defer r.Close()
+
+	args := append(append([]string(nil), l.command[1:]...), specPath)
+	cmd := exec.Command(l.command[0], args...)
+	cmd.Env = append(os.Environ(), l.env...)
+	cmd.Dir = "/"
+	cmd.Stdout = logf
+	cmd.Stderr = logf
+	cmd.ExtraFiles = []*os.File{w} // becomes descriptor 3
+	// Its own session: no terminal signals, no tie to the agent's group.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		w.Close()
+		return nil, &taskStartError{msg: fmt.Sprintf("start task supervisor: %v", err)}
+	}
+	w.Close()
+	done := make(chan struct{})
+	// Reap the supervisor whenever it ends, whether or not this agent is
+	// still watching (a restarted agent in the same process may be).
+	go func() {
+		_ = cmd.Wait()
+		close(done)
+	}()
+
+	st, err := readStatus(r, l.startTimeout)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		<-done
+		return nil, &taskStartError{msg: fmt.Sprintf("task supervisor: %v%s", err, logTail(logPath))}
+	}
+	if st.Error != "" {
+		<-done
+		return nil, &taskStartError{msg: st.Error, unrecoverable: st.Unrecoverable}
+	}
+	ticks, _, _ := procStat(cmd.Process.Pid)
+	h := &supervisorHandle{
+		runID:     spec.RunID,
+		stateDir:  spec.StateDir,
+		sup:       procRecord{RunID: spec.RunID, Pid: cmd.Process.Pid, StartTicks: ticks},
+		task:      *st.Task,
+		childDone: done,
+	}
+	var rec procRecord
+	if err := readJSON(filepath.Join(spec.StateDir, supervisorRecordFile), &rec); err == nil && rec.Pid == h.sup.Pid {
+		h.sup = rec
+	}
+	return h, nil
+}
+
+// readStatus reads the supervisor's one status line.
+func readStatus(r *os.File, timeout time.Duration) (*supervisorStatus, error) {
+	if timeout <= 0 {
+		timeout = 30 * time.Second
+	}
+	_ = r.SetReadDeadline(time.Now().Add(timeout))
+	line, err := bufio.NewReader(r).ReadBytes('\n')
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return nil, errors.New("exited before starting the task")
+		}
+		return nil, fmt.Errorf("no start report: %w", err)
+	}
+	var st supervisorStatus
+	if err := json.Unmarshal(line, &st); err != nil {
+		return nil, fmt.Errorf("bad start report: %w", err)
+	}
+	if st.Error == "" && (st.Task == nil || st.Task.Pid <= 0) {
+		return nil, errors.New("start report without a task pid")
+	}
+	return &st, nil
+}
+
+// logTail returns the end of the supervisor log, for error messages.
+func logTail(path string) string {
+	b, err := os.ReadFile(path)
+	if err != nil || len(b) == 0 {
+		return ""
+	}
+	if len(b) > 512 {
+		b = b[len(b)-512:]
+	}
+	return ": " + strings.TrimSpace(string(b))
+}
+
+// reattachSupervisor rebuilds a handle for a task launched by an earlier
+// agent, from the persisted handle and the supervisor's own records. It
+// returns the handle when the supervisor is still running; otherwise nil
+// and, if the task's end was recorded, the exit record; launched reports
+// whether the task had been started at all under this run.
+func reattachSupervisor(stateDir string, hs *taskHandleState) (h *supervisorHandle, exit *exitRecord, launched bool) {
+	sup := procRecord{RunID: hs.RunID, Pid: hs.SupervisorPid, StartTicks: hs.SupervisorStartTicks}
+	task := procRecord{RunID: hs.RunID, Pid: hs.TaskPid, StartTicks: hs.TaskStartTicks, StartedAt: hs.StartedAt}
+	readRecords := func() {
+		var rec procRecord
+		if sup.Pid == 0 {
+			if err := readJSON(filepath.Join(stateDir, supervisorRecordFile), &rec); err == nil && rec.RunID == hs.RunID {
+				sup = rec
+			}
+		}
+		if task.Pid == 0 {
+			if err := readJSON(filepath.Join(stateDir, supervisorTaskFile), &rec); err == nil && rec.RunID == hs.RunID {
+				task = rec
+			}
+		}
+	}
+	readRecords()
+	// The previous agent may have stopped right after starting the
+	// supervisor, before it wrote its records: while a supervisor holds
+	// the lock, give it time to write them.
+	for deadline := time.Now().Add(5 * time.Second); task.Pid == 0 && supervisorLockHeld(stateDir) && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+		readRecords()
+	}
+	h = &supervisorHandle{runID: hs.RunID, stateDir: stateDir, sup: sup, task: task}
+	if ex := h.readExit(); ex != nil {
+		return nil, ex, true
+	}
+	if task.Pid == 0 {
+		// The task never started under this run: the supervisor, if
+		// any, failed before starting it. Make sure it is gone.
+		if processRunning(sup.Pid, sup.StartTicks) {
+			_ = unix.Kill(sup.Pid, unix.SIGKILL)
+		}
+		return nil, nil, false
+	}
+	if processRunning(sup.Pid, sup.StartTicks) {
+		return h, nil, true
+	}
+	// The supervisor is gone without recording the task's end. The task
+	// died with it (parent-death signal); make sure of it.
+	if processRunning(task.Pid, task.StartTicks) {
+		_ = signalGroup(task.Pid, unix.SIGKILL)
+	}
+	return nil, &exitRecord{RunID: hs.RunID, ExitCode: -1, ExitedAt: time.Now(),
+		Err: "task supervisor exited without recording the task's exit status"}, true
+}
+
+// readExit returns the exit record of this run, or nil.
+func (h *supervisorHandle) readExit() *exitRecord {
+	var ex exitRecord
+	if err := readJSON(filepath.Join(h.stateDir, supervisorExitFile), &ex); err != nil || ex.RunID != h.runID {
+		return nil
+	}
+	return &ex
+}
+
+// wait blocks until the supervisor has exited, then returns how the task
+// ended. It returns ctx's error when ctx ends first.
+func (h *supervisorHandle) wait(ctx context.Context) (*exitRecord, error) {
+	if h.childDone != nil {
+		select {
+		case <-h.childDone:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	} else if err := waitProcessExit(ctx, h.sup.Pid, h.sup.StartTicks); err != nil {
+		return nil, err
+	}
+	if ex := h.readExit(); ex != nil {
+		return ex, nil
+	}
+	if processRunning(h.task.Pid, h.task.StartTicks) {
+		_ = signalGroup(h.task.Pid, unix.SIGKILL)
+	}
+	return &exitRecord{RunID: h.runID, ExitCode: -1, ExitedAt: time.Now(),
+		Err: "task supervisor exited without recording the task's exit status"}, nil
+}
+
+// signalTask sends sig to the task's process group, unless the task has
+// already ended.
+func (h *supervisorHandle) signalTask(sig syscall.Signal) error {
+	if h.readExit() != nil || !processExists(h.task.Pid) {
+		return nil
+	}
+	return signalGroup(h.task.Pid, sig)
+}
+
+// killSupervisor kills the supervisor itself; the kernel then kills the
+// task (parent-death signal). Used only when a supervisor does not exit
+// after its task was SIGKILLed.
+func (h *supervisorHandle) killSupervisor() {
+	if processRunning(h.sup.Pid, h.sup.StartTicks) {
+		_ = unix.Kill(h.sup.Pid, unix.SIGKILL)
+	}
+	if processRunning(h.task.Pid, h.task.StartTicks) {
+		_ = signalGroup(h.task.Pid, unix.SIGKILL)
+	}
+}
+
+// killLeftovers kills every supervisor and task recorded under an alloc
+// dir: used for allocs whose local state was lost, so nothing they
+// started keeps running unwatched.
+func killLeftovers(d AllocDir) int {
+	entries, err := os.ReadDir(d.Dir)
+	if err != nil {
+		return 0
+	}
+	killed := 0
+	for _, e := range entries {
+		if !e.IsDir() || e.Name() == SharedAllocDirName {
+			continue
+		}
+		stateDir := d.TaskDir(e.Name()).StateDir
+		var task, sup procRecord
+		if readJSON(filepath.Join(stateDir, supervisorTaskFile), &task) == nil && processRunning(task.Pid, task.StartTicks) {
+			_ = signalGroup(task.Pid, unix.SIGKILL)
+			killed++
+		}
+		if readJSON(filepath.Join(stateDir, supervisorRecordFile), &sup) == nil && processRunning(sup.Pid, sup.StartTicks) {
+			_ = unix.Kill(sup.Pid, unix.SIGKILL)
+			killed++
+		}
+	}
+	return killed
+}
