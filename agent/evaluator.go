@@ -4,6 +4,7 @@ import (
 	"go.uber.org/zap"
 
 	evqueue "github.com/drover-sched/drover/events/embedded"
+	"github.com/drover-sched/drover/placement"
 	"github.com/drover-sched/drover/reconcile"
 	"github.com/drover-sched/drover/scheduler"
 	"github.com/drover-sched/drover/storage/embedded"
@@ -13,10 +14,11 @@ import (
 // update-type decision.
 func newEvaluator(store *embedded.Store, broker *evqueue.Broker, log *zap.Logger) *scheduler.Evaluator {
 	return &scheduler.Evaluator{
-		State:     store,
-		Queue:     broker,
-		Reconcile: reconcile.CountBased,
-		Update:    scheduler.SimpleUpdateType,
-		Logger:    log,
+		State:             store,
+		Queue:             broker,
+		Reconcile:         reconcile.Reconcile,
+		Update:            placement.UpdateType,
+		RescheduleTracker: reconcile.NextRescheduleTracker,
+		Logger:            log,
 	}
 }

@@ -47,7 +47,7 @@ var ErrNotYet = errors.New("evaluation delivered before its wait-until")
 type Evaluator struct {
 	State State
 	Queue Queue
-	// Reconcile decides what to change (default reconcile.CountBased).
+	// Reconcile decides what to change (default reconcile.Reconcile).
 	Reconcile ReconcileFunc
 	// Update decides ignore / in-place / destructive per alloc.
 	Update reconcile.UpdateFunc
@@ -162,7 +162,7 @@ func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, at
 	}
 	reconcileFn := e.Reconcile
 	if reconcileFn == nil {
-		reconcileFn = reconcile.CountBased
+		reconcileFn = reconcile.Reconcile
 	}
 	result := reconcileFn(reconcile.Input{
 		Job: job, Namespace: ev.Namespace, JobID: ev.JobID, Batch: batch,

@@ -12,6 +12,7 @@ import (
 
 	"github.com/drover-sched/drover/controlplane"
 	evqueue "github.com/drover-sched/drover/events/embedded"
+	"github.com/drover-sched/drover/placement"
 	"github.com/drover-sched/drover/reconcile"
 	"github.com/drover-sched/drover/scheduler"
 	"github.com/drover-sched/drover/storage"
@@ -41,8 +42,8 @@ func newHarness(t *testing.T) *harness {
 	t.Cleanup(broker.Close)
 	h := &harness{t: t, store: store, broker: broker,
 		service: controlplane.New(controlplane.Config{Store: store, Queue: broker, Logger: log}),
-		eval: &scheduler.Evaluator{State: store, Queue: broker, Reconcile: reconcile.CountBased,
-			Update: scheduler.SimpleUpdateType, Logger: log}}
+		eval: &scheduler.Evaluator{State: store, Queue: broker, Reconcile: reconcile.Reconcile,
+			Update: placement.UpdateType, RescheduleTracker: reconcile.NextRescheduleTracker, Logger: log}}
 	return h
 }
 

@@ -1,0 +1,36 @@
+# drover's build. Go comes from /usr/local/go on a fresh machine; modules
+# from the Go module proxy.
+export PATH := /usr/local/go/bin:$(PATH)
+GO ?= go
+BIN := bin/drover
+
+.PHONY: build test lint dev dev-stop bench clean
+
+## build: the drover binary (CLI, dev agent, task supervisor) into bin/
+build:
+	$(GO) build -o $(BIN) ./cmd/drover
+
+## test: every test (unit, conformance, integration, end to end), race detector on
+test: lint
+	$(GO) test -race -timeout 20m ./...
+
+## lint: gofmt and go vet must be clean
+lint:
+	@out=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+## dev: start the dev agent in the background and run the example job
+dev: build
+	@scripts/dev.sh start
+
+## dev-stop: stop the dev agent started by `make dev` (its tasks stop too)
+dev-stop:
+	@scripts/dev.sh stop
+
+## bench: the benchmarks whose figures the README reports
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./reconcile/ ./scheduler/
+
+clean:
+	rm -rf bin .dev-data

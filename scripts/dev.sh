@@ -1,0 +1,59 @@
+#!/bin/sh
+# Starts drover's dev agent in the background (state in .dev-data/) and
+# runs the example job; `scripts/dev.sh stop` stops the agent and its tasks.
+set -eu
+cd "$(dirname "$0")/.."
+BIN=./bin/drover
+DEV=${DROVER_DEV_DIR:-.dev-data}
+ADDR=${DROVER_DEV_ADDR:-127.0.0.1:4646}
+PID_FILE="$DEV/agent.pid"
+
+running() { [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null; }
+
+if [ "${1:-start}" = "stop" ]; then
+	if running; then
+		pid=$(cat "$PID_FILE")
+		kill -TERM "$pid"
+		i=0
+		while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+		echo "==> dev agent (pid $pid) stopped; its tasks were stopped with it"
+	else
+		echo "==> no dev agent running"
+	fi
+	rm -f "$PID_FILE"
+	exit 0
+fi
+
+mkdir -p "$DEV"
+if running; then
+	echo "==> dev agent already running (pid $(cat "$PID_FILE")), API at http://$ADDR"
+else
+	nohup "$BIN" agent -dev -data-dir "$DEV/data" -http-addr "$ADDR" >"$DEV/agent.log" 2>&1 &
+	echo $! >"$PID_FILE"
+	echo "==> dev agent started (pid $(cat "$PID_FILE")), API at http://$ADDR, log in $DEV/agent.log"
+fi
+
+i=0
+until "$BIN" node status -address "$ADDR" 2>/dev/null | grep -q ' ready'; do
+	i=$((i + 1))
+	if [ $i -gt 100 ] || ! running; then
+		echo "==> the dev agent did not become ready; its log:" >&2
+		tail -n 30 "$DEV/agent.log" >&2
+		exit 1
+	fi
+	sleep 0.2
+done
+
+"$BIN" job run -address "$ADDR" examples/hello.json
+sleep 1
+echo
+"$BIN" job status -address "$ADDR" hello
+cat <<MSG
+
+==> The example job "hello" is running: two allocations of a task that says hello every 5 seconds.
+    See it:      $BIN job status hello
+                 $BIN alloc status <alloc ID from the table above>
+                 tail -f $DEV/data/client/alloc/*/alloc/logs/greeter.stdout.0
+    The API:     curl http://$ADDR/v1/job/hello/allocations
+    Stop it:     $BIN job stop hello        (or: make dev-stop, which stops the agent too)
+MSG
