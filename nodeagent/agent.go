@@ -532,3 +532,7 @@ func (a *Agent) syncAssignments(runCtx context.Context, allocs []*structs.Alloca
 		}(ar)
 	}
 }
+
+// AllocDir returns the directory tree of allocID on this node (whether or
+// not it exists): where its logs are, for the log API.
+func (a *Agent) AllocDir(allocID string) AllocDir { return NewAllocDir(a.allocsDir(), allocID) }

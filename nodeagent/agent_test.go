@@ -434,3 +434,18 @@ func TestLaunchRefusedWhileAnotherSupervisorHoldsTheTask(t *testing.T) {
 		t.Fatal("lock still held after release")
 	}
 }
+
+func TestSecondAgentOnSameDataDirRefused(t *testing.T) {
+	dir := t.TempDir()
+	cp := newFakeCP()
+	ta := startAgent(t, cp, testConfig(t, dir))
+	waitFor(t, 5*time.Second, "first agent registered", func() bool { r, _, _, _ := cp.counts(); return r >= 1 })
+	b, err := New(cp, testConfig(t, dir))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "locked") {
+		t.Fatalf("second agent on one data dir: %v", err)
+	}
+	ta.stop(t)
+}
