@@ -75,6 +75,7 @@ type Agent struct {
 	api       *httpapi.Server
 	node      *nodeagent.Agent
 	listener  net.Listener
+	ready     chan struct{}
 }
 
 // New opens the state store and builds every part. It starts nothing.
@@ -106,7 +107,7 @@ func New(cfg Config) (*Agent, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Agent{cfg: cfg, log: log, store: store}
+	a := &Agent{cfg: cfg, log: log, store: store, ready: make(chan struct{})}
 	a.broker = evqueue.New(evqueue.Config{OnDeliveryLimit: a.evalDeliveryLimit})
 	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: log.Named("control"), HeartbeatTTL: cfg.HeartbeatTTL})
 	a.evaluator = newEvaluator(store, a.broker, log.Named("scheduler"))
@@ -140,12 +141,17 @@ func (a *Agent) evalDeliveryLimit(ev *structs.Evaluation, reason string) {
 		zap.String("job_id", ev.JobID), zap.String("followup_eval_id", follow.ID), zap.String("reason", reason))
 }
 
-// Addr returns the address the API listens on (after Start).
+// Ready is closed once Run listens and has restored pending evaluations.
+func (a *Agent) Ready() <-chan struct{} { return a.ready }
+
+// Addr returns the address the API listens on; call it after Ready.
 func (a *Agent) Addr() string {
-	if a.listener != nil {
+	select {
+	case <-a.ready:
 		return a.listener.Addr().String()
+	default:
+		return a.cfg.HTTPAddr
 	}
-	return a.cfg.HTTPAddr
 }
 
 // NodeID returns the dev node's ID, or "".
@@ -182,6 +188,7 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("drover agent started", zap.String("http_addr", addr), zap.String("data_dir", a.cfg.DataDir),
 		zap.Bool("dev", a.cfg.Dev), zap.Int("workers", a.cfg.Workers), zap.Int("restored_pending_evals", n))
+	close(a.ready)
 
 	workCtx, stopWork := context.WithCancel(context.Background())
 	var wg sync.WaitGroup

@@ -292,3 +292,52 @@ func TestDeliveryLimitFailsWithFollowUp(t *testing.T) {
 }
 
 func errorsIs(err, target error) bool { return errors.Is(err, target) }
+
+// TestBlockedEvalPlacedWhenNodeRegisters: with no room anywhere the eval
+// ends with a blocked eval carrying the reason; a node registering
+// re-queues it and the job is placed. At most one blocked eval per job.
+func TestBlockedEvalPlacedWhenNodeRegisters(t *testing.T) {
+	h := newHarness(t)
+	h.node("small", 100, 4096) // too small for the job
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		scheduler.RunWorkers(ctx, 2, h.broker, h.eval, zaptest.NewLogger(t))
+		close(done)
+	}()
+	defer func() { cancel(); h.broker.Close(); <-done }()
+
+	resp, err := h.service.RegisterJob(ctx, &controlplane.RegisterRequest{Job: job("web", 2, 500)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var first *structs.Evaluation
+	waitFor(t, "the eval to finish with a blocked eval", func() bool {
+		first, _ = h.store.Eval(ctx, resp.EvalID)
+		return first.TerminalStatus()
+	})
+	m := first.FailedTGAllocs["web"]
+	if first.BlockedEval == "" || m == nil || m.CoalescedFailures != 1 || m.NodesExhausted != 1 || first.QueuedAllocations["web"] != 2 {
+		t.Fatalf("eval: blocked %q metrics %+v queued %v", first.BlockedEval, m, first.QueuedAllocations)
+	}
+	// A second registration that still cannot place replaces the blocked
+	// eval (the newer wins).
+	resp2, err := h.service.RegisterJob(ctx, &controlplane.RegisterRequest{Job: job("web", 3, 500)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, "the second eval to finish", func() bool {
+		e, _ := h.store.Eval(ctx, resp2.EvalID)
+		return e.TerminalStatus()
+	})
+	blocked, _ := h.store.Evals(ctx, storage.EvalFilter{Status: structs.EvalStatusBlocked})
+	if len(blocked) != 1 {
+		t.Fatalf("%d blocked evals for one job", len(blocked))
+	}
+	h.node("big", 4000, 4096)
+	waitFor(t, "the job placed on the new node", func() bool { return len(h.liveAllocs("web")) == 3 })
+	waitFor(t, "no blocked eval left", func() bool {
+		b, _ := h.store.Evals(ctx, storage.EvalFilter{Status: structs.EvalStatusBlocked})
+		return len(b) == 0
+	})
+}

@@ -179,6 +179,9 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 			if err := putAlloc(w.tx, a); err != nil {
 				return err
 			}
+			if err := w.countDeploymentAlloc(a, false, change.PrevDeploymentInfo); err != nil {
+				return err
+			}
 			if err := jc.fill(a); err != nil {
 				return err
 			}

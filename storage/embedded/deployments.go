@@ -36,6 +36,86 @@ func (w *wtx) upsertDeployment(d *structs.Deployment) error {
 	return putJSON(b, []byte(d.ID), d)
 }
 
+// upsertPlanDeployment writes a plan's deployment. Over an existing one it
+// keeps what the store counts and what may have changed since the plan's
+// snapshot (placed, healthy and unhealthy allocs, promotion, canaries
+// already placed), and takes the rest from the plan.
+func (w *wtx) upsertPlanDeployment(d *structs.Deployment) error {
+	stored, err := getJSON[structs.Deployment](w.tx.Bucket(bDeployments), []byte(d.ID))
+	if err != nil {
+		return err
+	}
+	if stored != nil {
+		for name, g := range d.TaskGroups {
+			old, ok := stored.TaskGroups[name]
+			if !ok {
+				continue
+			}
+			g.PlacedAllocs, g.HealthyAllocs, g.UnhealthyAllocs = old.PlacedAllocs, old.HealthyAllocs, old.UnhealthyAllocs
+			g.Promoted = g.Promoted || old.Promoted
+			if g.RequireProgressBy.Before(old.RequireProgressBy) {
+				g.RequireProgressBy = old.RequireProgressBy
+			}
+			g.PlacedCanaries = unionIDs(old.PlacedCanaries, g.PlacedCanaries)
+		}
+	}
+	return w.upsertDeployment(d)
+}
+
+func unionIDs(a, b []string) []string {
+	seen := make(map[string]bool, len(a)+len(b))
+	out := make([]string, 0, len(a)+len(b))
+	for _, list := range [][]string{a, b} {
+		for _, id := range list {
+			if !seen[id] {
+				seen[id] = true
+				out = append(out, id)
+			}
+		}
+	}
+	return out
+}
+
+// countDeploymentAlloc keeps a deployment's per-group counters in step
+// with its allocs, as Nomad's state store does: a newly placed alloc of
+// the deployment counts as placed, and a health decided for the first time
+// (prev had none) counts as healthy or unhealthy. When the alloc turns
+// healthy, the group's progress deadline moves forward.
+func (w *wtx) countDeploymentAlloc(a *structs.Allocation, placed bool, prev *structs.AllocDeploymentStatus) error {
+	if a.DeploymentID == "" {
+		return nil
+	}
+	b := w.tx.Bucket(bDeployments)
+	d, err := getJSON[structs.Deployment](b, []byte(a.DeploymentID))
+	if err != nil || d == nil {
+		return err
+	}
+	g, ok := d.TaskGroups[a.TaskGroup]
+	if !ok {
+		return nil
+	}
+	changed := false
+	if placed {
+		g.PlacedAllocs++
+		changed = true
+	}
+	if !prev.HasHealth() && a.DeploymentStatus.HasHealth() {
+		if a.DeploymentStatus.IsHealthy() {
+			g.HealthyAllocs++
+			if g.ProgressDeadline > 0 {
+				g.RequireProgressBy = a.DeploymentStatus.Timestamp.Add(g.ProgressDeadline)
+			}
+		} else {
+			g.UnhealthyAllocs++
+		}
+		changed = true
+	}
+	if !changed {
+		return nil
+	}
+	return w.upsertDeployment(d)
+}
+
 func (w *wtx) updateDeploymentStatus(u *structs.DeploymentStatusUpdate) error {
 	b := w.tx.Bucket(bDeployments)
 	d, err := getJSON[structs.Deployment](b, []byte(u.DeploymentID))

@@ -89,6 +89,11 @@ func (w *wtx) commitPlan(plan *structs.Plan) error {
 		}
 		touchedNodes[u.NodeID] = true
 	}
+	if plan.Deployment != nil {
+		if err := w.upsertPlanDeployment(plan.Deployment.Copy()); err != nil {
+			return err
+		}
+	}
 	placedOn := map[string][]*structs.Allocation{}
 	for _, a := range plan.Placements {
 		if err := w.insertAlloc(a, now); err != nil {
@@ -99,11 +104,6 @@ func (w *wtx) commitPlan(plan *structs.Plan) error {
 	}
 	if err := w.checkCapacity(placedOn); err != nil {
 		return err
-	}
-	if plan.Deployment != nil {
-		if err := w.upsertDeployment(plan.Deployment.Copy()); err != nil {
-			return err
-		}
 	}
 	for _, u := range plan.DeploymentUpdates {
 		if err := w.updateDeploymentStatus(u); err != nil {
@@ -233,6 +233,9 @@ func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
 		return err
 	}
 	if err := indexAlloc(w.tx, a); err != nil {
+		return err
+	}
+	if err := w.countDeploymentAlloc(a, true, nil); err != nil {
 		return err
 	}
 	if a.PreviousAllocation != "" {

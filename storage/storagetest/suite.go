@@ -38,6 +38,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"CommitPlanNodeNotReady", testCommitPlanNodeNotReady},
 		{"CommitPlanStopsUpdatesDeploymentsEvals", testCommitPlanStopsAndUpdates},
 		{"ConcurrentPlansNeverOverCommit", testConcurrentPlans},
+		{"DeploymentCounters", testDeploymentCounters},
 		{"UpdateAllocsFromClient", testClientUpdates},
 		{"JobStatus", testJobStatus},
 		{"EvalsListing", testEvals},
@@ -656,5 +657,50 @@ func testIndexes(t *testing.T, s storage.Store) {
 	}
 	if !sort.SliceIsSorted(idxs, func(i, j int) bool { return idxs[i] < idxs[j] }) || idxs[0] == idxs[1] {
 		t.Fatalf("indexes must grow: %v", idxs)
+	}
+}
+
+// testDeploymentCounters: the store counts a deployment's placed, healthy
+// and unhealthy allocs as they are written and reported (as Nomad's state
+// store does), and a plan that writes the deployment again keeps them.
+func testDeploymentCounters(t *testing.T, s storage.Store) {
+	addNode(t, s, testNode("n1", 4000, 4096))
+	job := register(t, s, testJob("web")).Job
+	dep := &structs.Deployment{ID: "dep-1", Namespace: "default", JobID: "web", JobVersion: job.Version,
+		Status: structs.DeploymentStatusRunning,
+		TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 2, ProgressDeadline: 10 * time.Minute}}}
+	a0, a1 := placement(job, "eval-1", 0, "n1"), placement(job, "eval-1", 1, "n1")
+	a0.DeploymentID, a1.DeploymentID = "dep-1", "dep-1"
+	p := planFor(job, "eval-1", a0, a1)
+	p.Deployment = dep
+	must(s.CommitPlan(ctx, p))
+	if g := must(s.Deployment(ctx, "dep-1")).TaskGroups["web"]; g.PlacedAllocs != 2 || g.HealthyAllocs != 0 {
+		t.Fatalf("after placing: %+v", g)
+	}
+	healthy, unhealthy := true, false
+	at := time.Now().UTC().Truncate(time.Second)
+	must(s.UpdateAllocsFromClient(ctx, "n1", []*structs.Allocation{
+		{ID: a0.ID, ClientStatus: structs.AllocClientStatusRunning, DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: at}},
+		{ID: a1.ID, ClientStatus: structs.AllocClientStatusFailed, DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &unhealthy, Timestamp: at}},
+	}))
+	g := must(s.Deployment(ctx, "dep-1")).TaskGroups["web"]
+	if g.HealthyAllocs != 1 || g.UnhealthyAllocs != 1 || !g.RequireProgressBy.Equal(at.Add(10*time.Minute)) {
+		t.Fatalf("after health reports: %+v", g)
+	}
+	// Reporting the same health again counts nothing more.
+	must(s.UpdateAllocsFromClient(ctx, "n1", []*structs.Allocation{
+		{ID: a0.ID, ClientStatus: structs.AllocClientStatusRunning, ClientDescription: "again", DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: at}},
+	}))
+	// A later plan writes its snapshot's copy of the deployment: the
+	// counters survive, the status is the plan's.
+	p2 := planFor(job, "eval-2")
+	stale := dep.Copy()
+	stale.Status = structs.DeploymentStatusPaused
+	p2.Deployment = stale
+	must(s.CommitPlan(ctx, p2))
+	d := must(s.Deployment(ctx, "dep-1"))
+	g = d.TaskGroups["web"]
+	if d.Status != structs.DeploymentStatusPaused || g.PlacedAllocs != 2 || g.HealthyAllocs != 1 || g.UnhealthyAllocs != 1 {
+		t.Fatalf("after a plan rewrote the deployment: %s %+v", d.Status, g)
 	}
 }
