@@ -69,7 +69,9 @@ func TestBatchRescheduleDelayAndAttempts(t *testing.T) {
 		}
 		// Nomad's Go client has no Delay on RescheduleEvent; read it raw.
 		var raw struct {
-			RescheduleTracker struct{ Events []struct{ Delay time.Duration } }
+			RescheduleTracker struct {
+				Events []struct{ Delay time.Duration }
+			}
 		}
 		if _, err := c.Raw().Query("/v1/allocation/"+cur.ID, &raw, nil); err != nil {
 			t.Fatal(err)

@@ -667,7 +667,7 @@ func testDeploymentCounters(t *testing.T, s storage.Store) {
 	addNode(t, s, testNode("n1", 4000, 4096))
 	job := register(t, s, testJob("web")).Job
 	dep := &structs.Deployment{ID: "dep-1", Namespace: "default", JobID: "web", JobVersion: job.Version,
-		Status: structs.DeploymentStatusRunning,
+		Status:     structs.DeploymentStatusRunning,
 		TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 2, ProgressDeadline: 10 * time.Minute}}}
 	a0, a1 := placement(job, "eval-1", 0, "n1"), placement(job, "eval-1", 1, "n1")
 	a0.DeploymentID, a1.DeploymentID = "dep-1", "dep-1"
