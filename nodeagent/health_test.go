@@ -70,7 +70,9 @@ while true; do sleep 0.1; done`)
 	})
 	t0 := clk.Now()
 	waitFor(t, 5*time.Second, "restart delay timer", func() bool {
-		return clk.hasWaiter(func(at time.Time) bool { return !at.Before(t0.Add(5*time.Second)) && !at.After(t0.Add(6250*time.Millisecond)) })
+		return clk.hasWaiter(func(at time.Time) bool {
+			return !at.Before(t0.Add(5*time.Second)) && !at.After(t0.Add(6250*time.Millisecond))
+		})
 	})
 	clk.Advance(8 * time.Second) // the restart delay (5s + jitter ≤ 6.25s) passes
 	rep := cp.waitReport(t, alloc.ID, "both running", func(a *structs.Allocation) bool {
