@@ -291,7 +291,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.stopReporter(repCancel, repDone)
 		a.reporter.freeze()
 		for _, ar := range a.allRunners() {
-			ar.Destroy()
+			ar.destroyForced()
 		}
 		for _, ar := range a.allRunners() {
 			<-ar.WaitCh()
