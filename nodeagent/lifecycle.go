@@ -27,7 +27,9 @@ func lifecycleHook(t *structs.Task) string {
 func isMainTask(t *structs.Task) bool { return lifecycleHook(t) == "" }
 
 // isPoststopTask reports a poststop task.
-func isPoststopTask(t *structs.Task) bool { return lifecycleHook(t) == structs.TaskLifecycleHookPoststop }
+func isPoststopTask(t *structs.Task) bool {
+	return lifecycleHook(t) == structs.TaskLifecycleHookPoststop
+}
 
 // isSidecarTask reports a prestart or poststart sidecar.
 func isSidecarTask(t *structs.Task) bool {
