@@ -39,8 +39,10 @@ func allocItems(a *structs.Allocation, job *structs.Job) (master, assign item) {
 	master["v"], master["mi"], master["nid"] = avB(blob), avU(a.ModifyIndex), avS(a.NodeID)
 	master["g1pk"], master["g1sk"] = avS("ALLOC#"+idShard(a.ID)), avS(a.ID)
 	master["g3pk"], master["g3sk"] = avS("EVAL#"+a.EvalID), avS(a.ID)
+	// The agent does not need the placement metrics.
+	c.Metrics = nil
 	assign = key(nodePK(a.NodeID), allocSK(a.ID))
-	assign["v"], assign["mi"], assign["ns"], assign["jid"] = avB(blob), avU(a.ModifyIndex), avS(a.Namespace), avS(a.JobID)
+	assign["v"], assign["mi"], assign["ns"], assign["jid"] = avB(encode(&c)), avU(a.ModifyIndex), avS(a.Namespace), avS(a.JobID)
 	assign["ami"] = avU(a.AllocModifyIndex)
 	if job != nil {
 		assign["j"] = avB(encode(AssignmentJob(job, a.TaskGroup)))

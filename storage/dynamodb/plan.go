@@ -237,7 +237,7 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	// Units: per node, releases and updates first, then placements; each
 	// unit carries its node's counter change and assignment index.
 	var units []*unit
-	const perUnit = 40 // allocs per unit: 2 items each plus the node's two
+	perUnit := max(1, (s.cfg.ChunkActions-3)/2) // allocs per unit: 2 items each, plus the node's two and the head
 	byNode := map[string][]string{}
 	var nodeOrder []string
 	for _, id := range order {
