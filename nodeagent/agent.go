@@ -533,6 +533,13 @@ func (a *Agent) syncAssignments(runCtx context.Context, allocs []*structs.Alloca
 	}
 }
 
+// runner returns the runner of allocID, or nil.
+func (a *Agent) runner(allocID string) *allocRunner {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.runners[allocID]
+}
+
 // AllocDir returns the directory tree of allocID on this node (whether or
 // not it exists): where its logs are, for the log API.
 func (a *Agent) AllocDir(allocID string) AllocDir { return NewAllocDir(a.allocsDir(), allocID) }

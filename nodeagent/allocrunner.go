@@ -45,9 +45,11 @@ type allocRunner struct {
 	failedStates map[string]*structs.TaskState
 	stopping     bool
 	postrunDone  bool
-	deadSeen     map[string]bool
-	terminalAt   time.Time
-	pending      *structs.Allocation
+	// prerunDone is set once the prerun hooks have returned.
+	prerunDone bool
+	deadSeen   map[string]bool
+	terminalAt time.Time
+	pending    *structs.Allocation
 	// health is the deployment health verdict, once reached.
 	health *allocHealth
 	// gates hold back lifecycle tasks until their turn; only the run
@@ -85,7 +87,7 @@ func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
 		gates:     newLifecycleGates(),
 		failEvent: func(reason string) *structs.TaskEvent { return setupFailureEvent(fmt.Errorf("%s", reason)) },
 	}
-	ar.hooks = []allocHook{&allocDirHook{ar: ar}, newHealthHook(ar)}
+	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, newHealthHook(ar)}
 	return ar
 }
 
@@ -297,23 +299,18 @@ func (ar *allocRunner) run(ctx context.Context) {
 		(ar.restored.Mutable.ClientStatus == structs.AllocClientStatusComplete ||
 			ar.restored.Mutable.ClientStatus == structs.AllocClientStatusFailed)
 	if !restoredTerminal && !alloc.ServerTerminalStatus() {
-		for _, h := range ar.hooks {
-			p, ok := h.(allocPrerunHook)
-			if !ok {
-				continue
-			}
-			if err := p.Prerun(ctx); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				ar.setFailed(fmt.Sprintf("prerun hook %q failed: %v", h.Name(), err), nil)
-				ar.runFailed(ctx)
-				return
-			}
+		ar.sync()
+		if !ar.runPrerun(ctx) {
+			return
 		}
 	}
 	tasks := ar.taskList()
-	if restoredTerminal || alloc.ServerTerminalStatus() {
+	select {
+	case <-ar.destroyCh:
+		ar.stopAll() // destroyed while waiting: start nothing
+	default:
+	}
+	if restoredTerminal || ar.Alloc().ServerTerminalStatus() {
 		// Never (re)start anything of a terminal alloc.
 		ar.stopAll()
 	}
@@ -367,6 +364,84 @@ func (ar *allocRunner) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// runPrerun runs the prerun hooks (which may wait long, for a previous
+// alloc) while still taking in updates: a stop from the server or a
+// destroy cuts the wait short, and the alloc then goes on to stop its
+// never-started tasks. It reports whether to go on; when it returns false
+// the run is over (agent shutdown, or the alloc failed and was handled).
+func (ar *allocRunner) runPrerun(ctx context.Context) bool {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errCh := make(chan error, 1)
+	go func() {
+		for _, h := range ar.hooks {
+			p, ok := h.(allocPrerunHook)
+			if !ok {
+				continue
+			}
+			if err := p.Prerun(pctx); err != nil {
+				errCh <- fmt.Errorf("prerun hook %q failed: %w", h.Name(), err)
+				return
+			}
+		}
+		errCh <- nil
+	}()
+	destroyCh := ar.destroyCh
+	for {
+		select {
+		case err := <-errCh:
+			ar.mu.Lock()
+			ar.prerunDone = true
+			ar.mu.Unlock()
+			switch {
+			case err == nil:
+				return true
+			case ctx.Err() != nil:
+				return false
+			case pctx.Err() != nil:
+				return true // interrupted by a stop or destroy
+			}
+			ar.setFailed(err.Error(), nil)
+			ar.runFailed(ctx)
+			return false
+		case <-ar.updateCh:
+			ar.applyUpdate()
+			if ar.Alloc().ServerTerminalStatus() {
+				cancel()
+			}
+			ar.sync()
+		case <-destroyCh:
+			destroyCh = nil
+			cancel()
+		}
+	}
+}
+
+// tasksEverStarted reports whether any task of the alloc has started
+// (before an agent restart, for a restored alloc).
+func (ar *allocRunner) tasksEverStarted() bool {
+	for _, tr := range ar.taskList() {
+		if !tr.State().StartedAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// clientTerminal reports whether the alloc is over on this node: failed
+// as a whole, or every task dead.
+func (ar *allocRunner) clientTerminal() bool {
+	if ar.failed() {
+		return true
+	}
+	states := map[string]*structs.TaskState{}
+	for _, tr := range ar.taskList() {
+		states[tr.task.Name] = tr.State()
+	}
+	status, _ := clientStatus(states)
+	return status == structs.AllocClientStatusComplete || status == structs.AllocClientStatusFailed
 }
 
 // tasksDone returns a channel closed once every task runner goroutine has
