@@ -1,0 +1,115 @@
+// Package awshome assembles drover's AWS home from the environment: the
+// DynamoDB store, the SQS FIFO eval queue with EventBridge Scheduler for
+// delayed evals, the evaluate service and the control-plane services. The
+// Lambda functions' mains are a few lines around it.
+//
+// Environment (set by template.yaml and infra/):
+//
+//	DROVER_TABLE               DynamoDB table (default "drover")
+//	DROVER_QUEUE_URL           the FIFO eval queue's URL
+//	DROVER_QUEUE_ARN           its ARN (the schedules' target)
+//	DROVER_SCHEDULER_ROLE_ARN  the role EventBridge Scheduler assumes to send to the queue
+//	DROVER_SCHEDULE_GROUP      schedule group (default "drover")
+//	DROVER_DELIVERY_LIMIT      deliveries before an eval is failed (default 3)
+//	DROVER_PENDING_AFTER       the sweeper re-sends evals pending longer than this (default 2m)
+//	DROVER_LOG_LEVEL           debug, info (default), warn, error
+//	AWS_ENDPOINT_URL           a local endpoint (kumo, LocalStack), read by the SDK
+package awshome
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	awssched "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/drover-sched/drover/controlplane"
+	"github.com/drover-sched/drover/events/schedule"
+	evsqs "github.com/drover-sched/drover/events/sqs"
+	"github.com/drover-sched/drover/placement"
+	"github.com/drover-sched/drover/reconcile"
+	"github.com/drover-sched/drover/scheduler"
+	ddb "github.com/drover-sched/drover/storage/dynamodb"
+)
+
+// Home is the AWS home's parts.
+type Home struct {
+	AWS       aws.Config
+	Store     *ddb.Store
+	SQS       *awssqs.Client
+	QueueURL  string
+	Queue     *evsqs.Queue
+	Evaluator *scheduler.Evaluator
+	Service   *controlplane.Service
+	Log       *zap.Logger
+	// DeliveryLimit and PendingAfter are from the environment.
+	DeliveryLimit int
+	PendingAfter  time.Duration
+}
+
+// FromEnv builds the home from the environment.
+func FromEnv(ctx context.Context) (*Home, error) {
+	log, err := logger(os.Getenv("DROVER_LOG_LEVEL"))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	h := &Home{AWS: cfg, Log: log, QueueURL: os.Getenv("DROVER_QUEUE_URL"), DeliveryLimit: evsqs.DefaultDeliveryLimit, PendingAfter: 2 * time.Minute}
+	if v := os.Getenv("DROVER_DELIVERY_LIMIT"); v != "" {
+		if h.DeliveryLimit, err = strconv.Atoi(v); err != nil || h.DeliveryLimit < 1 {
+			return nil, fmt.Errorf("DROVER_DELIVERY_LIMIT %q: want a positive number", v)
+		}
+	}
+	if v := os.Getenv("DROVER_PENDING_AFTER"); v != "" {
+		if h.PendingAfter, err = time.ParseDuration(v); err != nil {
+			return nil, fmt.Errorf("DROVER_PENDING_AFTER %q: %w", v, err)
+		}
+	}
+	h.Store = ddb.New(ddb.NewClient(cfg), ddb.Config{Table: envOr("DROVER_TABLE", ddb.DefaultTable), Logger: log.Named("store")})
+	h.SQS = awssqs.NewFromConfig(cfg)
+	h.Queue = &evsqs.Queue{
+		Producer: &evsqs.Producer{Client: h.SQS, QueueURL: h.QueueURL, Logger: log.Named("queue")},
+		Delayer: &schedule.Scheduler{Client: awssched.NewFromConfig(cfg), Group: envOr("DROVER_SCHEDULE_GROUP", schedule.DefaultGroup),
+			QueueARN: os.Getenv("DROVER_QUEUE_ARN"), RoleARN: os.Getenv("DROVER_SCHEDULER_ROLE_ARN"), Logger: log.Named("schedule")},
+	}
+	h.Evaluator = &scheduler.Evaluator{State: h.Store, Queue: h.Queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
+		RescheduleTracker: reconcile.NextRescheduleTracker, Logger: log.Named("scheduler")}
+	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control")})
+	return h, nil
+}
+
+// EvaluateHandler is the evaluate function's SQS batch handler.
+func (h *Home) EvaluateHandler() *evsqs.Handler {
+	return &evsqs.Handler{Evaluator: h.Evaluator, State: h.Store, Queue: h.Queue, Client: h.SQS, QueueURL: h.QueueURL,
+		DeliveryLimit: h.DeliveryLimit, Logger: h.Log.Named("evaluate")}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// logger is a JSON zap logger on stderr (CloudWatch Logs reads it).
+func logger(level string) (*zap.Logger, error) {
+	lvl := zapcore.InfoLevel
+	if level != "" {
+		if err := lvl.UnmarshalText([]byte(level)); err != nil {
+			return nil, fmt.Errorf("DROVER_LOG_LEVEL %q: %w", level, err)
+		}
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(os.Stderr), lvl)), nil
+}
