@@ -86,6 +86,11 @@ type Config struct {
 	MaxWait time.Duration
 	Agent   AgentInfo
 	Logger  *zap.Logger
+	// NodeAgents, when set, serves the node-agent routes under
+	// /v1/nodeagent/ (the server side of `drover agent -client`).
+	NodeAgents NodeAgents
+	// NodeAuth checks node-agent requests (nil: accept all).
+	NodeAuth NodeAuthorizer
 }
 
 // Server serves the API.
@@ -153,6 +158,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/agent/self", s.agentSelf)
 	m.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	m.HandleFunc("GET /v1/regions", s.regions)
+	s.nodeAgentRoutes()
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
@@ -255,6 +261,8 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, storage.ErrConflict):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, storage.ErrWrongNode):
+		writeError(w, http.StatusForbidden, err.Error())
 	default:
 		s.log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 		writeError(w, http.StatusInternalServerError, err.Error())
