@@ -48,6 +48,8 @@ type allocRunner struct {
 	deadSeen     map[string]bool
 	terminalAt   time.Time
 	pending      *structs.Allocation
+	// health is the deployment health verdict, once reached.
+	health *allocHealth
 
 	// Only the run goroutine touches these.
 	restored    *restoredAlloc
@@ -76,7 +78,7 @@ func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
 		waitCh:    make(chan struct{}),
 		failEvent: func(reason string) *structs.TaskEvent { return setupFailureEvent(fmt.Errorf("%s", reason)) },
 	}
-	ar.hooks = []allocHook{&allocDirHook{ar: ar}}
+	ar.hooks = []allocHook{&allocDirHook{ar: ar}, newHealthHook(ar)}
 	return ar
 }
 
@@ -115,6 +117,10 @@ func (a *Agent) restoreAllocRunner(ra *restoredAlloc) *allocRunner {
 		if m.FailReason != "" {
 			ar.failReason, ar.failedAt = m.FailReason, m.FailedAt
 			ar.failEvent = restoreFailedEvent
+		}
+		if m.Health != nil && m.Health.DeploymentID == alloc.DeploymentID {
+			h := *m.Health
+			ar.health = &h
 		}
 	}
 	if ra.Err != nil {
@@ -306,6 +312,7 @@ func (ar *allocRunner) run(ctx context.Context) {
 		select {
 		case <-ar.taskCh:
 			ar.onTaskChange()
+			ar.notifyTaskStateHooks()
 			ar.sync()
 		case <-ar.updateCh:
 			ar.applyUpdate()
@@ -316,10 +323,60 @@ func (ar *allocRunner) run(ctx context.Context) {
 			ar.destroy()
 			return
 		case <-ctx.Done():
+			ar.shutdownHooks()
 			ar.waitTasks()
 			return
 		}
 	}
+}
+
+// notifyTaskStateHooks tells the hooks that watch task states.
+func (ar *allocRunner) notifyTaskStateHooks() {
+	for _, h := range ar.hooks {
+		if p, ok := h.(allocTaskStateHook); ok {
+			p.TaskStatesChanged()
+		}
+	}
+}
+
+// shutdownHooks runs the shutdown hooks: the agent is stopping and leaves
+// the alloc running.
+func (ar *allocRunner) shutdownHooks() {
+	for _, h := range ar.hooks {
+		if p, ok := h.(allocShutdownHook); ok {
+			p.Shutdown()
+		}
+	}
+}
+
+// setHealth records the health verdict for deploymentID, unless the alloc
+// has meanwhile moved to another deployment, and has it reported.
+func (ar *allocRunner) setHealth(deploymentID string, healthy bool) {
+	ar.mu.Lock()
+	if ar.alloc.DeploymentID != deploymentID || ar.health != nil {
+		ar.mu.Unlock()
+		return
+	}
+	ar.health = &allocHealth{DeploymentID: deploymentID, Healthy: healthy, At: ar.agent.clock.Now().UTC()}
+	ar.mu.Unlock()
+	ar.taskStateChanged()
+}
+
+// clearHealthUnless forgets a health verdict that belongs to another
+// deployment than deploymentID.
+func (ar *allocRunner) clearHealthUnless(deploymentID string) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.health != nil && ar.health.DeploymentID != deploymentID {
+		ar.health = nil
+	}
+}
+
+// healthDecided reports whether health in deploymentID is known.
+func (ar *allocRunner) healthDecided(deploymentID string) bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.health != nil && ar.health.DeploymentID == deploymentID
 }
 
 // runFailed is the lifecycle of an alloc that failed as a whole: make
@@ -533,15 +590,17 @@ func (ar *allocRunner) snapshot() (*structs.Allocation, allocMutableState) {
 		}
 	}
 	var ds *structs.AllocDeploymentStatus
-	if status == structs.AllocClientStatusFailed && ar.alloc.DeploymentID != "" {
+	health := ar.health
+	if health != nil && health.DeploymentID != ar.alloc.DeploymentID {
+		health = nil
+	}
+	switch {
+	case status == structs.AllocClientStatusFailed && ar.alloc.DeploymentID != "" && (health == nil || health.Healthy):
 		// A failed alloc is unhealthy in its deployment, whatever the
-		// health watcher (issue 5) would have decided.
-		unhealthy := false
-		ds = &structs.AllocDeploymentStatus{Healthy: &unhealthy, Timestamp: ar.terminalAt}
-		if cur := ar.alloc.DeploymentStatus; cur != nil {
-			ds.Canary = cur.Canary
-			ds.ModifyIndex = cur.ModifyIndex
-		}
+		// health watcher decided before.
+		ds = deploymentStatus(ar.alloc, false, ar.terminalAt)
+	case health != nil:
+		ds = deploymentStatus(ar.alloc, health.Healthy, health.At)
 	}
 	snap := &structs.Allocation{
 		ID:                ar.id,
@@ -557,8 +616,20 @@ func (ar *allocRunner) snapshot() (*structs.Allocation, allocMutableState) {
 		DeploymentStatus:  ds,
 		FailReason:        ar.failReason,
 		FailedAt:          ar.failedAt,
+		Health:            health,
 	}
 	return snap, mutable
+}
+
+// deploymentStatus is the health report of alloc: the verdict, keeping
+// what the server set (canary flag, index).
+func deploymentStatus(alloc *structs.Allocation, healthy bool, at time.Time) *structs.AllocDeploymentStatus {
+	ds := &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: at}
+	if cur := alloc.DeploymentStatus; cur != nil {
+		ds.Canary = cur.Canary
+		ds.ModifyIndex = cur.ModifyIndex
+	}
+	return ds
 }
 
 // clientStatus derives an alloc's client status from its task states: any

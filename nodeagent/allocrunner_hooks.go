@@ -42,6 +42,20 @@ type allocDestroyHook interface {
 	Destroy() error
 }
 
+// allocTaskStateHook is told, from the alloc runner's goroutine, that a
+// task's state changed.
+type allocTaskStateHook interface {
+	allocHook
+	TaskStatesChanged()
+}
+
+// allocShutdownHook runs when the agent stops while the alloc runs on
+// (its tasks keep running under their supervisors).
+type allocShutdownHook interface {
+	allocHook
+	Shutdown()
+}
+
 // allocDirHook builds the alloc dir before the tasks run and removes it
 // when the alloc is destroyed.
 type allocDirHook struct {

@@ -412,3 +412,24 @@ func (c *fakeClock) pendingWaiters() int {
 	defer c.mu.Unlock()
 	return len(c.waiters)
 }
+
+// hasWaiter reports whether a timer is set to fire at a time for which
+// match is true.
+func (c *fakeClock) hasWaiter(match func(at time.Time) bool) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, w := range c.waiters {
+		if match(w.at) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitTimer waits until a timer is set for exactly at.
+func (c *fakeClock) waitTimer(t *testing.T, at time.Time) {
+	t.Helper()
+	waitFor(t, 5*time.Second, "a timer at "+at.String(), func() bool {
+		return c.hasWaiter(func(w time.Time) bool { return w.Equal(at) })
+	})
+}

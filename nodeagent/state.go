@@ -53,6 +53,8 @@ type allocMutableState struct {
 	FailReason string `json:",omitempty"`
 	// FailedAt is when FailReason was set.
 	FailedAt time.Time `json:",omitempty"`
+	// Health is the deployment health verdict, once reached.
+	Health *allocHealth `json:",omitempty"`
 }
 
 // taskHandleState is the persisted hold on a task's supervisor. RunID is

@@ -46,16 +46,30 @@ type supervisorSpec struct {
 	// RunID identifies this launch of the task; every record the
 	// supervisor writes carries it, so records of an earlier launch are
 	// never mistaken for this one's.
-	RunID      string
-	Command    string
-	Args       []string
-	Env        []string
-	Dir        string
-	StdoutPath string
-	StderrPath string
+	RunID   string
+	Command string
+	Args    []string
+	Env     []string
+	Dir     string
+	// LogDir receives the task's output as LogDir/<LogBase>.stdout.N and
+	// .stderr.N, rotated by the supervisor (which owns the pipes, so the
+	// output keeps flowing while no agent runs).
+	LogDir  string
+	LogBase string
+	// LogMaxFiles is how many files of each stream are kept.
+	LogMaxFiles int
+	// LogMaxFileBytes is the size at which a log file is rotated, in bytes.
+	LogMaxFileBytes int64
+	// LogDisabled discards the task's output.
+	LogDisabled bool `json:",omitempty"`
 	// StateDir is where the supervisor writes its records.
 	StateDir string
 }
+
+// logDrainTimeout bounds how long a supervisor keeps copying output after
+// its task ended (a descendant that left the task's process group may
+// hold the pipe open).
+const logDrainTimeout = 2 * time.Second
 
 // procRecord identifies a process: its pid and /proc start time, which
 // tells it apart from a later process with the same pid.
@@ -141,18 +155,15 @@ func SupervisorMain(args []string) int {
 		return fail(false, "%v", err)
 	}
 
-	stdout, err := os.OpenFile(spec.StdoutPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return fail(false, "open stdout log: %v", err)
-	}
-	stderr, err := os.OpenFile(spec.StderrPath, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
-	if err != nil {
-		return fail(false, "open stderr log: %v", err)
-	}
 	path, err := resolveCommand(spec.Command, spec.Dir, spec.Env)
 	if err != nil {
 		return fail(true, "%v", err)
 	}
+	outs, err := startLogCopiers(&spec)
+	if err != nil {
+		return fail(false, "%v", err)
+	}
+	stdout, stderr := outs.writers[0], outs.writers[1]
 
 	cmd := &exec.Cmd{
 		Path:   path,
@@ -172,10 +183,13 @@ func SupervisorMain(args []string) int {
 	sigCh := make(chan os.Signal, 4)
 	signal.Notify(sigCh, syscall.SIGINT, syscall.SIGTERM, syscall.SIGQUIT)
 	if err := cmd.Start(); err != nil {
+		outs.closeWriters()
+		outs.wait(logDrainTimeout)
 		return fail(isUnrecoverableStart(err), "start task: %v", err)
 	}
-	stdout.Close()
-	stderr.Close()
+	// Only the task holds the pipes' write ends now: the copiers see EOF
+	// when it (and whatever it started) is gone.
+	outs.closeWriters()
 	pid := cmd.Process.Pid
 	ticks, _, _ := procStat(pid)
 	task := &procRecord{RunID: spec.RunID, Pid: pid, StartTicks: ticks, StartedAt: time.Now()}
@@ -194,6 +208,7 @@ func SupervisorMain(args []string) int {
 	signal.Stop(sigCh)
 	// Whatever the task left in its group goes with it.
 	_ = unix.Kill(-pid, unix.SIGKILL)
+	outs.wait(logDrainTimeout)
 
 	rec := &exitRecord{RunID: spec.RunID, ExitedAt: time.Now()}
 	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok {
@@ -214,6 +229,82 @@ func SupervisorMain(args []string) int {
 	}
 	return 0
 }
+
+// logCopiers moves a task's stdout and stderr from pipes to rotated files.
+type logCopiers struct {
+	// writers are the pipes' write ends, handed to the task.
+	writers [2]*os.File
+	readers [2]*os.File
+	done    chan struct{}
+}
+
+// startLogCopiers creates the task's output pipes and starts copying them
+// to spec's log files.
+func startLogCopiers(spec *supervisorSpec) (*logCopiers, error) {
+	lc := &logCopiers{done: make(chan struct{})}
+	sinks := make([]io.WriteCloser, 0, 2)
+	for _, stream := range []string{LogTypeStdout, LogTypeStderr} {
+		var sink io.WriteCloser = nopWriteCloser{io.Discard}
+		if !spec.LogDisabled {
+			rot, err := newFileRotator(spec.LogDir, logFileBase(spec.LogBase, stream), spec.LogMaxFiles, spec.LogMaxFileBytes)
+			if err != nil {
+				for _, s := range sinks {
+					s.Close()
+				}
+				return nil, fmt.Errorf("open %s log: %w", stream, err)
+			}
+			sink = rot
+		}
+		sinks = append(sinks, sink)
+	}
+	for i := range lc.writers {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return nil, fmt.Errorf("output pipe: %w", err)
+		}
+		lc.readers[i], lc.writers[i] = r, w
+	}
+	var pending = len(sinks)
+	doneCh := make(chan int, len(sinks))
+	for i, sink := range sinks {
+		go func(r *os.File, sink io.WriteCloser) {
+			buf := make([]byte, 32<<10)
+			_, _ = io.CopyBuffer(sink, r, buf)
+			_ = sink.Close()
+			doneCh <- i
+		}(lc.readers[i], sink)
+	}
+	go func() {
+		for ; pending > 0; pending-- {
+			<-doneCh
+		}
+		close(lc.done)
+	}()
+	return lc, nil
+}
+
+func (lc *logCopiers) closeWriters() {
+	for _, w := range lc.writers {
+		_ = w.Close()
+	}
+}
+
+// wait waits for the copiers to reach EOF; after timeout it closes the
+// pipes under them.
+func (lc *logCopiers) wait(timeout time.Duration) {
+	select {
+	case <-lc.done:
+	case <-time.After(timeout):
+		for _, r := range lc.readers {
+			_ = r.Close()
+		}
+		<-lc.done
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
 
 // acquireSupervisorLock takes the task's supervisor lock, or fails if
 // another supervisor holds it. The descriptor is close-on-exec, so the

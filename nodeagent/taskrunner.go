@@ -350,15 +350,16 @@ func (tr *taskRunner) start() (*supervisorHandle, error) {
 	// restarted agent can find this launch's records.
 	tr.setHandle(&taskHandleState{RunID: runID})
 	spec := &supervisorSpec{
-		RunID:      runID,
-		Command:    tr.proc.Command,
-		Args:       tr.proc.Args,
-		Env:        tr.env.list(),
-		Dir:        tr.taskDir.Dir,
-		StdoutPath: tr.allocDir.StdoutPath(tr.task.Name),
-		StderrPath: tr.allocDir.StderrPath(tr.task.Name),
-		StateDir:   tr.taskDir.StateDir,
+		RunID:    runID,
+		Command:  tr.proc.Command,
+		Args:     tr.proc.Args,
+		Env:      tr.env.list(),
+		Dir:      tr.taskDir.Dir,
+		LogDir:   tr.allocDir.LogDir(),
+		LogBase:  tr.task.Name,
+		StateDir: tr.taskDir.StateDir,
 	}
+	spec.LogMaxFiles, spec.LogMaxFileBytes, spec.LogDisabled = logSettings(tr.task)
 	h, err := tr.agent.launcher.launch(spec)
 	if err != nil {
 		tr.setHandle(nil)
@@ -472,4 +473,20 @@ func (tr *taskRunner) finishKilled(ex *exitRecord) {
 		}
 	}
 	tr.update(structs.TaskStateDead, events...)
+}
+
+// logSettings returns a task's log rotation: files kept per stream, bytes
+// per file, and whether output is discarded.
+func logSettings(task *structs.Task) (maxFiles int, maxFileBytes int64, disabled bool) {
+	maxFiles, sizeMB := DefaultLogMaxFiles, DefaultLogMaxFileSizeMB
+	if lc := task.LogConfig; lc != nil {
+		if lc.MaxFiles > 0 {
+			maxFiles = lc.MaxFiles
+		}
+		if lc.MaxFileSizeMB > 0 {
+			sizeMB = lc.MaxFileSizeMB
+		}
+		disabled = lc.Disabled
+	}
+	return maxFiles, int64(sizeMB) << 20, disabled
 }

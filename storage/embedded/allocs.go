@@ -171,7 +171,7 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 				return fmt.Errorf("alloc %s is on node %s, not %s: %w", u.ID, a.NodeID, nodeID, storage.ErrWrongNode)
 			}
 			change := &storage.ClientAllocChange{PrevClientStatus: a.ClientStatus, PrevDeploymentInfo: a.DeploymentStatus}
-			if !applyClientUpdate(a, u) {
+			if !storage.ApplyClientUpdate(a, u) {
 				continue
 			}
 			a.ModifyIndex = w.index
@@ -196,34 +196,6 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 		return nil, fmt.Errorf("update allocs from node %s: %w", nodeID, err)
 	}
 	return changes, nil
-}
-
-// applyClientUpdate copies the client-owned fields of u onto a and reports
-// whether anything changed. A status the control plane decided (lost) is
-// not overwritten by a late report from the node.
-func applyClientUpdate(a, u *structs.Allocation) bool {
-	before, _ := json.Marshal(a)
-	reported := &structs.Allocation{ClientStatus: u.ClientStatus}
-	if a.ClientStatus != structs.AllocClientStatusLost || reported.ClientTerminalStatus() {
-		if u.ClientStatus != "" {
-			a.ClientStatus = u.ClientStatus
-		}
-		a.ClientDescription = u.ClientDescription
-	}
-	if u.TaskStates != nil {
-		a.TaskStates = u.TaskStates
-	}
-	if u.DeploymentStatus != nil {
-		ds := &structs.AllocDeploymentStatus{}
-		if a.DeploymentStatus != nil {
-			*ds = *a.DeploymentStatus
-		}
-		ds.Healthy = u.DeploymentStatus.Healthy
-		ds.Timestamp = u.DeploymentStatus.Timestamp
-		a.DeploymentStatus = ds
-	}
-	after, _ := json.Marshal(a)
-	return !bytes.Equal(before, after)
 }
 
 // indexAlloc adds a new alloc to the secondary indexes.

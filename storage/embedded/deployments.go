@@ -46,35 +46,8 @@ func (w *wtx) upsertPlanDeployment(d *structs.Deployment) error {
 	if err != nil {
 		return err
 	}
-	if stored != nil {
-		for name, g := range d.TaskGroups {
-			old, ok := stored.TaskGroups[name]
-			if !ok {
-				continue
-			}
-			g.PlacedAllocs, g.HealthyAllocs, g.UnhealthyAllocs = old.PlacedAllocs, old.HealthyAllocs, old.UnhealthyAllocs
-			g.Promoted = g.Promoted || old.Promoted
-			if g.RequireProgressBy.Before(old.RequireProgressBy) {
-				g.RequireProgressBy = old.RequireProgressBy
-			}
-			g.PlacedCanaries = unionIDs(old.PlacedCanaries, g.PlacedCanaries)
-		}
-	}
+	storage.MergePlanDeployment(stored, d)
 	return w.upsertDeployment(d)
-}
-
-func unionIDs(a, b []string) []string {
-	seen := make(map[string]bool, len(a)+len(b))
-	out := make([]string, 0, len(a)+len(b))
-	for _, list := range [][]string{a, b} {
-		for _, id := range list {
-			if !seen[id] {
-				seen[id] = true
-				out = append(out, id)
-			}
-		}
-	}
-	return out
 }
 
 // countDeploymentAlloc keeps a deployment's per-group counters in step

@@ -155,15 +155,7 @@ func (w *wtx) applyStop(st *structs.AllocStop, now int64) error {
 	if a == nil {
 		return storage.Conflictf("stop of alloc %s: alloc does not exist", st.AllocID)
 	}
-	a.DesiredStatus = st.DesiredStatus
-	a.DesiredDescription = st.DesiredDescription
-	if st.ClientStatus != "" && st.ClientStatus != a.ClientStatus {
-		a.ClientStatus = st.ClientStatus
-		a.AppendState(st.ClientStatus, time.Unix(0, now).UTC())
-	}
-	if st.FollowupEvalID != "" {
-		a.FollowupEvalID = st.FollowupEvalID
-	}
+	storage.ApplyStop(a, st, now)
 	return w.putServerChange(a, now)
 }
 
@@ -175,23 +167,7 @@ func (w *wtx) applyUpdate(u *structs.AllocUpdate, now int64) error {
 	if a == nil {
 		return storage.Conflictf("update of alloc %s: alloc does not exist", u.AllocID)
 	}
-	if u.JobVersion != nil {
-		a.JobVersion = *u.JobVersion
-	}
-	if u.DeploymentID != nil && *u.DeploymentID != a.DeploymentID {
-		a.DeploymentID = *u.DeploymentID
-		a.DeploymentStatus = nil
-	}
-	if u.FollowupEvalID != nil {
-		a.FollowupEvalID = *u.FollowupEvalID
-	}
-	if u.DesiredTransition != nil {
-		a.DesiredTransition = *u.DesiredTransition
-	}
-	if u.ClientStatus != "" && u.ClientStatus != a.ClientStatus {
-		a.ClientStatus = u.ClientStatus
-		a.AppendState(u.ClientStatus, time.Unix(0, now).UTC())
-	}
+	storage.ApplyUpdate(a, u, now)
 	return w.putServerChange(a, now)
 }
 
