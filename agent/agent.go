@@ -244,7 +244,8 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.listener = ln
 		addr := ln.Addr().String()
 		a.api = httpapi.New(httpapi.Config{
-			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Logger: a.log.Named("http"),
+			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,
+			Logger: a.log.Named("http"),
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},
 		})
@@ -275,12 +276,11 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	nodeCtx, stopNode := context.WithCancel(context.Background())
 	defer stopNode()
-	nodeDone := make(chan error, 1)
+	var nodeDone chan error // stays nil (never ready) without a node agent
 	if a.node != nil {
+		nodeDone = make(chan error, 1)
 		a.log.Info("drover client started", zap.String("node_id", a.node.NodeID()), zap.Strings("servers", a.cfg.Servers))
 		go func() { nodeDone <- a.node.Run(nodeCtx) }()
-	} else {
-		close(nodeDone)
 	}
 	close(a.ready)
 

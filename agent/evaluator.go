@@ -19,6 +19,9 @@ func newEvaluator(store *embedded.Store, broker *evqueue.Broker, log *zap.Logger
 		Reconcile:         reconcile.Reconcile,
 		Update:            placement.UpdateType,
 		RescheduleTracker: reconcile.NextRescheduleTracker,
-		Logger:            log,
+		// Disconnected clients (max_client_disconnect) are supported, as
+		// in Nomad since 1.3.
+		SupportsDisconnectedClients: true,
+		Logger:                      log,
 	}
 }
