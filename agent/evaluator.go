@@ -17,7 +17,7 @@ func newEvaluator(store *embedded.Store, broker *evqueue.Broker, log *zap.Logger
 		State:             store,
 		Queue:             broker,
 		Reconcile:         reconcile.Reconcile,
-		Update:            placement.UpdateType,
+		UpdateOnNodes:     placement.UpdateTypeOnNodes,
 		RescheduleTracker: reconcile.NextRescheduleTracker,
 		// Disconnected clients (max_client_disconnect) are supported, as
 		// in Nomad since 1.3.
