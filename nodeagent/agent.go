@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -97,9 +96,6 @@ type Agent struct {
 	state     *stateDB
 	stateLost string
 	reporter  *reporter
-
-	// heartbeatTTL is the TTL (ns) the last registration answered.
-	heartbeatTTL atomic.Int64
 
 	mu      sync.Mutex
 	runners map[string]*allocRunner
@@ -295,7 +291,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.stopReporter(repCancel, repDone)
 		a.reporter.freeze()
 		for _, ar := range a.allRunners() {
-			ar.Destroy()
+			ar.destroyForced()
 		}
 		for _, ar := range a.allRunners() {
 			<-ar.WaitCh()
@@ -403,7 +399,6 @@ func (a *Agent) register(ctx context.Context) bool {
 		ttl, err := a.cp.RegisterNode(ctx, a.Node())
 		if err == nil {
 			a.logger.Info("node registered", zap.Duration("ttl", ttl))
-			a.heartbeatTTL.Store(int64(ttl))
 			return true
 		}
 		a.logger.Warn("node registration failed, retrying", zap.Error(err), zap.Duration("backoff", backoff))
@@ -419,12 +414,7 @@ func (a *Agent) register(ctx context.Context) bool {
 // heartbeatLoop heartbeats at a third of the TTL; after failures it
 // retries quickly and re-registers.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
-	// Start from the TTL the registration answered: a short TTL must be
-	// honoured from the first heartbeat on.
-	ttl := time.Duration(a.heartbeatTTL.Load())
-	if ttl <= 0 {
-		ttl = defaultHeartbeatTTL
-	}
+	ttl := defaultHeartbeatTTL
 	failures := 0
 	for {
 		wait := ttl / 3
@@ -541,6 +531,13 @@ func (a *Agent) syncAssignments(runCtx context.Context, allocs []*structs.Alloca
 			a.mu.Unlock()
 		}(ar)
 	}
+}
+
+// runner returns the runner of allocID, or nil.
+func (a *Agent) runner(allocID string) *allocRunner {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.runners[allocID]
 }
 
 // AllocDir returns the directory tree of allocID on this node (whether or
