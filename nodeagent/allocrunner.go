@@ -45,11 +45,19 @@ type allocRunner struct {
 	failedStates map[string]*structs.TaskState
 	stopping     bool
 	postrunDone  bool
-	deadSeen     map[string]bool
-	terminalAt   time.Time
-	pending      *structs.Allocation
+	// prerunDone is set once the prerun hooks have returned.
+	prerunDone bool
+	deadSeen   map[string]bool
+	terminalAt time.Time
+	pending    *structs.Allocation
 	// health is the deployment health verdict, once reached.
 	health *allocHealth
+	// gates hold back lifecycle tasks until their turn; only the run
+	// goroutine touches them.
+	gates *lifecycleGates
+	// forceStop makes a destroy kill poststop tasks too instead of running
+	// them (the dev agent's shutdown).
+	forceStop bool
 
 	// Only the run goroutine touches these.
 	restored    *restoredAlloc
@@ -76,9 +84,10 @@ func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
 		taskCh:    make(chan struct{}, 1),
 		destroyCh: make(chan struct{}),
 		waitCh:    make(chan struct{}),
+		gates:     newLifecycleGates(),
 		failEvent: func(reason string) *structs.TaskEvent { return setupFailureEvent(fmt.Errorf("%s", reason)) },
 	}
-	ar.hooks = []allocHook{&allocDirHook{ar: ar}, newHealthHook(ar)}
+	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, newHealthHook(ar)}
 	return ar
 }
 
@@ -248,10 +257,20 @@ func (ar *allocRunner) Update(alloc *structs.Allocation) {
 	}
 }
 
-// Destroy stops the alloc's tasks (leader first), removes its directory
+// Destroy stops the alloc's tasks (leader first, then the other main
+// tasks, then sidecars; poststop tasks then run), removes its directory
 // and forgets its local state. It does not wait: see WaitCh.
 func (ar *allocRunner) Destroy() {
 	ar.destroyOnce.Do(func() { close(ar.destroyCh) })
+}
+
+// destroyForced is Destroy without running poststop tasks: every task is
+// killed (the dev agent's shutdown).
+func (ar *allocRunner) destroyForced() {
+	ar.mu.Lock()
+	ar.forceStop = true
+	ar.mu.Unlock()
+	ar.Destroy()
 }
 
 // WaitCh is closed when the runner's goroutine has returned.
@@ -280,27 +299,24 @@ func (ar *allocRunner) run(ctx context.Context) {
 		(ar.restored.Mutable.ClientStatus == structs.AllocClientStatusComplete ||
 			ar.restored.Mutable.ClientStatus == structs.AllocClientStatusFailed)
 	if !restoredTerminal && !alloc.ServerTerminalStatus() {
-		for _, h := range ar.hooks {
-			p, ok := h.(allocPrerunHook)
-			if !ok {
-				continue
-			}
-			if err := p.Prerun(ctx); err != nil {
-				if ctx.Err() != nil {
-					return
-				}
-				ar.setFailed(fmt.Sprintf("prerun hook %q failed: %v", h.Name(), err), nil)
-				ar.runFailed(ctx)
-				return
-			}
+		ar.sync()
+		if !ar.runPrerun(ctx) {
+			return
 		}
 	}
 	tasks := ar.taskList()
-	if restoredTerminal || alloc.ServerTerminalStatus() {
+	select {
+	case <-ar.destroyCh:
+		ar.stopAll() // destroyed while waiting: start nothing
+	default:
+	}
+	if restoredTerminal || ar.Alloc().ServerTerminalStatus() {
 		// Never (re)start anything of a terminal alloc.
 		ar.stopAll()
 	}
+	ar.updateGates()
 	for _, tr := range tasks {
+		tr.gate = ar.gates.gateFor(tr.task)
 		go tr.run(ctx)
 	}
 	// Tasks restored dead still get their reactions (a leader that died
@@ -319,7 +335,27 @@ func (ar *allocRunner) run(ctx context.Context) {
 			ar.sync()
 		case <-ar.destroyCh:
 			ar.stopAll()
-			ar.waitTasks()
+			// Keep reacting while the tasks stop: poststop tasks start
+			// once the others are dead.
+			done := ar.tasksDone()
+			for waiting := true; waiting; {
+				select {
+				case <-ar.taskCh:
+					ar.onTaskChange()
+					ar.notifyTaskStateHooks()
+					ar.sync()
+				case <-done:
+					waiting = false
+				}
+			}
+			if ctx.Err() != nil {
+				// The agent stopped meanwhile and left tasks running:
+				// keep the state, the next agent finishes the job.
+				ar.shutdownHooks()
+				return
+			}
+			ar.onTaskChange()
+			ar.sync()
 			ar.destroy()
 			return
 		case <-ctx.Done():
@@ -328,6 +364,98 @@ func (ar *allocRunner) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// runPrerun runs the prerun hooks (which may wait long, for a previous
+// alloc) while still taking in updates: a stop from the server or a
+// destroy cuts the wait short, and the alloc then goes on to stop its
+// never-started tasks. It reports whether to go on; when it returns false
+// the run is over (agent shutdown, or the alloc failed and was handled).
+func (ar *allocRunner) runPrerun(ctx context.Context) bool {
+	pctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	errCh := make(chan error, 1)
+	go func() {
+		for _, h := range ar.hooks {
+			p, ok := h.(allocPrerunHook)
+			if !ok {
+				continue
+			}
+			if err := p.Prerun(pctx); err != nil {
+				errCh <- fmt.Errorf("prerun hook %q failed: %w", h.Name(), err)
+				return
+			}
+		}
+		errCh <- nil
+	}()
+	destroyCh := ar.destroyCh
+	for {
+		select {
+		case err := <-errCh:
+			ar.mu.Lock()
+			ar.prerunDone = true
+			ar.mu.Unlock()
+			switch {
+			case err == nil:
+				return true
+			case ctx.Err() != nil:
+				return false
+			case pctx.Err() != nil:
+				return true // interrupted by a stop or destroy
+			}
+			ar.setFailed(err.Error(), nil)
+			ar.runFailed(ctx)
+			return false
+		case <-ar.updateCh:
+			ar.applyUpdate()
+			if ar.Alloc().ServerTerminalStatus() {
+				cancel()
+			}
+			ar.sync()
+		case <-destroyCh:
+			destroyCh = nil
+			cancel()
+		}
+	}
+}
+
+// tasksEverStarted reports whether any task of the alloc has started
+// (before an agent restart, for a restored alloc).
+func (ar *allocRunner) tasksEverStarted() bool {
+	for _, tr := range ar.taskList() {
+		if !tr.State().StartedAt.IsZero() {
+			return true
+		}
+	}
+	return false
+}
+
+// clientTerminal reports whether the alloc is over on this node: failed
+// as a whole, or every task dead.
+func (ar *allocRunner) clientTerminal() bool {
+	if ar.failed() {
+		return true
+	}
+	states := map[string]*structs.TaskState{}
+	for _, tr := range ar.taskList() {
+		states[tr.task.Name] = tr.State()
+	}
+	status, _ := clientStatus(states)
+	return status == structs.AllocClientStatusComplete || status == structs.AllocClientStatusFailed
+}
+
+// tasksDone returns a channel closed once every task runner goroutine has
+// returned.
+func (ar *allocRunner) tasksDone() <-chan struct{} {
+	ch := make(chan struct{})
+	tasks := ar.taskList()
+	go func() {
+		for _, tr := range tasks {
+			<-tr.WaitCh()
+		}
+		close(ch)
+	}()
+	return ch
 }
 
 // notifyTaskStateHooks tells the hooks that watch task states.
@@ -433,14 +561,24 @@ func (ar *allocRunner) applyUpdate() {
 }
 
 // onTaskChange reacts to tasks that died: a failed task kills its
-// siblings; a dead leader stops the others.
+// siblings; a dead leader stops the others; once the main tasks are dead,
+// the sidecars are stopped. Poststop tasks are never killed by these
+// reactions: they run once the others are dead. Then the lifecycle gates
+// open as far as the task states allow.
 func (ar *allocRunner) onTaskChange() {
 	tasks := ar.taskList()
 	allDead := true
+	mainsDead, hasSidecar := true, false
 	for _, tr := range tasks {
 		st := tr.State()
+		if isSidecarTask(tr.task) {
+			hasSidecar = true
+		}
 		if st.State != structs.TaskStateDead {
 			allDead = false
+			if !isSidecarTask(tr.task) && !isPoststopTask(tr.task) {
+				mainsDead = false
+			}
 			continue
 		}
 		ar.mu.Lock()
@@ -454,20 +592,29 @@ func (ar *allocRunner) onTaskChange() {
 		switch {
 		case st.Failed:
 			for _, o := range tasks {
-				if o != tr && !o.isDead() {
+				if o != tr && !o.isDead() && !isPoststopTask(o.task) {
 					ar.logger.Info("task failed, killing its siblings", zap.String("failed_task", tr.task.Name), zap.String("task", o.task.Name))
 					o.Kill(siblingFailedEvent(tr.task.Name))
 				}
 			}
 		case tr.task.Leader:
 			for _, o := range tasks {
-				if o != tr && !o.isDead() {
+				if o != tr && !o.isDead() && !isPoststopTask(o.task) {
 					ar.logger.Info("leader task dead, stopping the others", zap.String("leader", tr.task.Name), zap.String("task", o.task.Name))
 					o.Kill(newTaskEvent(structs.TaskLeaderDead))
 				}
 			}
 		}
 	}
+	if mainsDead && hasSidecar && !allDead {
+		for _, o := range tasks {
+			if isSidecarTask(o.task) && !o.isDead() && !o.killRequested() {
+				ar.logger.Info("main tasks dead, stopping sidecar", zap.String("task", o.task.Name))
+				o.Kill(mainDeadEvent())
+			}
+		}
+	}
+	ar.updateGates()
 	if allDead && len(tasks) > 0 {
 		ar.mu.Lock()
 		run := !ar.postrunDone
@@ -485,8 +632,17 @@ func (ar *allocRunner) onTaskChange() {
 	}
 }
 
-// stopAll kills every task, the leader first and the others once it is
-// dead. It does not wait.
+// updateGates opens the lifecycle gates the task states allow.
+func (ar *allocRunner) updateGates() {
+	if opened := ar.gates.update(ar.taskList()); len(opened) > 0 {
+		ar.logger.Debug("lifecycle gates opened", zap.Strings("gates", opened))
+	}
+}
+
+// stopAll kills the tasks in order: the leader; once it is dead the other
+// main and ephemeral lifecycle tasks; once they are dead the sidecars.
+// Poststop tasks are left to run once the others are dead, unless the
+// stop is forced. It does not wait.
 func (ar *allocRunner) stopAll() {
 	ar.mu.Lock()
 	if ar.stopping {
@@ -494,24 +650,38 @@ func (ar *allocRunner) stopAll() {
 		return
 	}
 	ar.stopping = true
+	force := ar.forceStop
 	ar.mu.Unlock()
-	tasks := ar.taskList()
 	var leader *taskRunner
-	for _, tr := range tasks {
-		if tr.task.Leader {
+	var others, sidecars, poststop []*taskRunner
+	for _, tr := range ar.taskList() {
+		switch {
+		case tr.task.Leader && leader == nil:
 			leader = tr
-			break
+		case isPoststopTask(tr.task):
+			poststop = append(poststop, tr)
+		case isSidecarTask(tr.task):
+			sidecars = append(sidecars, tr)
+		default:
+			others = append(others, tr)
+		}
+	}
+	kill := func(trs []*taskRunner) {
+		for _, tr := range trs {
+			tr.Kill(nil)
+		}
+		for _, tr := range trs {
+			<-tr.WaitCh()
 		}
 	}
 	go func() {
 		if leader != nil {
-			leader.Kill(nil)
-			<-leader.WaitCh()
+			kill([]*taskRunner{leader})
 		}
-		for _, tr := range tasks {
-			if tr != leader {
-				tr.Kill(nil)
-			}
+		kill(others)
+		kill(sidecars)
+		if force {
+			kill(poststop)
 		}
 	}()
 }

@@ -30,4 +30,10 @@ type ControlPlane interface {
 	// for each, ID plus ClientStatus, ClientDescription, TaskStates and
 	// DeploymentStatus (health) are read; other fields are ignored.
 	UpdateAllocs(ctx context.Context, nodeID string, updates []*structs.Allocation) error
+	// PreviousAlloc returns the allocation that allocID (an allocation
+	// assigned to nodeID) replaces, with at least its ID, NodeID,
+	// DesiredStatus and ClientStatus; nil when allocID replaces none or
+	// that allocation no longer exists. The agent asks it while a sticky
+	// or migrating alloc waits for a previous alloc on another node.
+	PreviousAlloc(ctx context.Context, nodeID, allocID string) (*structs.Allocation, error)
 }

@@ -84,6 +84,12 @@ func siblingFailedEvent(sibling string) *structs.TaskEvent {
 	return ev
 }
 
+func mainDeadEvent() *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskMainDead)
+	ev.DisplayMessage = "Main tasks in the group died"
+	return ev
+}
+
 func driverFailureEvent(err error) *structs.TaskEvent {
 	ev := newTaskEvent(structs.TaskDriverFailure)
 	ev.DriverError = err.Error()

@@ -45,6 +45,7 @@ type fakeCP struct {
 	indexCalls  int
 	fetchCalls  int
 	failUpdates int // fail this many UpdateAllocs calls
+	prevCalls   int
 }
 
 func newFakeCP() *fakeCP {
@@ -84,6 +85,9 @@ func (f *fakeCP) Assignments(_ context.Context, nodeID string) ([]*structs.Alloc
 	f.fetchCalls++
 	var out []*structs.Allocation
 	for _, a := range f.allocs {
+		if a.NodeID != "" && a.NodeID != nodeID {
+			continue // another node's
+		}
 		out = append(out, a.Copy())
 	}
 	return out, f.index, nil
@@ -104,6 +108,20 @@ func (f *fakeCP) UpdateAllocs(_ context.Context, nodeID string, updates []*struc
 		}
 	}
 	return nil
+}
+
+func (f *fakeCP) PreviousAlloc(_ context.Context, nodeID, allocID string) (*structs.Allocation, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.prevCalls++
+	a := f.allocs[allocID]
+	if a == nil {
+		return nil, errors.New("unknown alloc")
+	}
+	if prev := f.allocs[a.PreviousAllocation]; prev != nil {
+		return prev.Copy(), nil
+	}
+	return nil, nil
 }
 
 func (f *fakeCP) counts() (registers, heartbeats, indexCalls, fetchCalls int) {

@@ -67,6 +67,17 @@ func newRestartTracker(policy *structs.RestartPolicy, jobType string, clock Cloc
 	return &restartTracker{policy: p, batch: batch, clock: clock, jitter: rand.Float64, windowStart: clock.Now()}
 }
 
+// newTaskRestartTracker is newRestartTracker for task: a lifecycle task
+// that is not a sidecar is done once it exits successfully, as a batch
+// task.
+func newTaskRestartTracker(task *structs.Task, policy *structs.RestartPolicy, jobType string, clock Clock) *restartTracker {
+	rt := newRestartTracker(policy, jobType, clock)
+	if isEphemeralTask(task) {
+		rt.batch = true
+	}
+	return rt
+}
+
 // next decides what follows the end of a run. successful is a clean exit;
 // unrecoverable marks a start error that retrying cannot fix.
 func (rt *restartTracker) next(successful, unrecoverable bool) (restartDecision, time.Duration, string) {

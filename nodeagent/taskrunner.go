@@ -51,6 +51,9 @@ type taskRunner struct {
 	// restoredHandle is the supervisor handle persisted by an earlier
 	// agent, to re-attach to.
 	restoredHandle *taskHandleState
+	// gate, when set, is closed when the task's lifecycle turn has come:
+	// a task that never started waits for it.
+	gate <-chan struct{}
 
 	killMu    sync.Mutex
 	killCh    chan struct{}
@@ -81,7 +84,7 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h
 		task:           task,
 		allocDir:       ar.allocDir,
 		taskDir:        ar.allocDir.TaskDir(task.Name),
-		restarts:       newRestartTracker(policy, jobType, ar.agent.clock),
+		restarts:       newTaskRestartTracker(task, policy, jobType, ar.agent.clock),
 		notify:         ar.taskStateChanged,
 		state:          st,
 		restoredHandle: h,
@@ -240,6 +243,16 @@ func (tr *taskRunner) run(ctx context.Context) {
 		}
 	}
 
+	if h == nil && ended == nil && tr.gate != nil && tr.State().StartedAt.IsZero() {
+		select {
+		case <-tr.gate:
+		case <-tr.killCh:
+			tr.finishKilled(nil)
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
 	for {
 		if h == nil && ended == nil {
 			if tr.killRequested() {

@@ -1,0 +1,376 @@
+package dynamodb
+
+import (
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+)
+
+// A write is built from units: each unit is atomic (it never spans two
+// transactions) and holds whole-item puts plus additive changes to shared
+// counter items (a node's usage, a job head's counts, a deployment's
+// counters). Units are packed in order into chunks of at most
+// ChunkActions actions and chunkBytes; the counter changes of the units in
+// one chunk are merged, so every item appears at most once per
+// transaction, as DynamoDB requires.
+
+// nodeDelta is a change to a node's usage counters (CPU MHz, memory and
+// disk MiB, alloc count). place requires the node to be ready and the
+// positive part of the change to fit its free capacity. setIdx > 0 moves
+// the node's assignment index.
+type nodeDelta struct {
+	cpu, mem, disk, allocs int64
+	place                  bool
+	setIdx                 uint64
+}
+
+// headDelta is a change to a job head: counts of live allocs and open
+// evals, the seen flag, and (plans) planIdx with its guards.
+type headDelta struct {
+	live, open int64
+	seen       bool
+	planIdx    uint64 // > 0: SET pIdx
+	// Guards (plans only).
+	guardJMI     bool
+	jmi          uint64 // 0: the job must not exist
+	guardPlanIdx uint64 // > 0: pIdx must equal it
+}
+
+// deployDelta is a change to a deployment: its blob (set) and its
+// counters (added), per task group.
+type deployDelta struct {
+	blob      []byte // nil: counters only
+	mi, ci    uint64
+	prevMI    uint64 // guard when blob is set and the deployment existed
+	isNew     bool
+	placed    map[string]int64
+	healthy   map[string]int64
+	unhealthy map[string]int64
+}
+
+type unit struct {
+	acts    []action
+	nodes   map[string]*nodeDelta    // node ID →
+	heads   map[[2]string]*headDelta // ns, job →
+	deploys map[[3]string]*deployDelta
+}
+
+func newUnit() *unit {
+	return &unit{nodes: map[string]*nodeDelta{}, heads: map[[2]string]*headDelta{}, deploys: map[[3]string]*deployDelta{}}
+}
+
+func (u *unit) node(id string) *nodeDelta {
+	d, ok := u.nodes[id]
+	if !ok {
+		d = &nodeDelta{}
+		u.nodes[id] = d
+	}
+	return d
+}
+
+func (u *unit) head(ns, job string) *headDelta {
+	k := [2]string{ns, job}
+	d, ok := u.heads[k]
+	if !ok {
+		d = &headDelta{}
+		u.heads[k] = d
+	}
+	return d
+}
+
+func (u *unit) deploy(ns, job, id string) *deployDelta {
+	k := [3]string{ns, job, id}
+	d, ok := u.deploys[k]
+	if !ok {
+		d = &deployDelta{placed: map[string]int64{}, healthy: map[string]int64{}, unhealthy: map[string]int64{}}
+		u.deploys[k] = d
+	}
+	return d
+}
+
+func (u *unit) size() int {
+	n := 0
+	for _, a := range u.acts {
+		n += a.size
+	}
+	return n + 200*(len(u.nodes)+len(u.heads)+len(u.deploys))
+}
+
+// count is the number of actions the unit needs on its own.
+func (u *unit) count() int {
+	n := len(u.acts) + len(u.heads) + len(u.deploys)
+	for _, d := range u.nodes {
+		n++
+		if d.setIdx > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// merge adds o into u.
+func (u *unit) merge(o *unit) {
+	u.acts = append(u.acts, o.acts...)
+	for k, d := range o.nodes {
+		m := u.node(k)
+		m.cpu += d.cpu
+		m.mem += d.mem
+		m.disk += d.disk
+		m.allocs += d.allocs
+		m.place = m.place || d.place
+		m.setIdx = max(m.setIdx, d.setIdx)
+	}
+	for k, d := range o.heads {
+		m := u.head(k[0], k[1])
+		m.live += d.live
+		m.open += d.open
+		m.seen = m.seen || d.seen
+		m.planIdx = max(m.planIdx, d.planIdx)
+		if d.guardJMI {
+			m.guardJMI, m.jmi = true, d.jmi
+		}
+		m.guardPlanIdx = max(m.guardPlanIdx, d.guardPlanIdx)
+	}
+	for k, d := range o.deploys {
+		m := u.deploy(k[0], k[1], k[2])
+		if d.blob != nil {
+			m.blob, m.mi, m.ci, m.prevMI, m.isNew = d.blob, d.mi, d.ci, d.prevMI, d.isNew
+		}
+		for g, n := range d.placed {
+			m.placed[g] += n
+		}
+		for g, n := range d.healthy {
+			m.healthy[g] += n
+		}
+		for g, n := range d.unhealthy {
+			m.unhealthy[g] += n
+		}
+	}
+}
+
+// pack merges units into chunks in order. fixed is the number of actions
+// every chunk carries besides its units (the plan's head).
+func pack(units []*unit, maxActions int) []*unit {
+	var chunks []*unit
+	cur := newUnit()
+	for _, u := range units {
+		trial := newUnit()
+		trial.merge(cur)
+		trial.merge(u)
+		if len(cur.acts) > 0 || len(cur.nodes) > 0 || len(cur.deploys) > 0 || len(cur.heads) > 0 {
+			if trial.count() > maxActions || trial.size() > chunkBytes {
+				chunks = append(chunks, cur)
+				cur = newUnit()
+				cur.merge(u)
+				continue
+			}
+		}
+		cur = trial
+	}
+	if cur.count() > 0 {
+		chunks = append(chunks, cur)
+	}
+	return chunks
+}
+
+// render turns a chunk into its actions.
+func (s *Store) render(c *unit) []action {
+	acts := append([]action(nil), c.acts...)
+	nodes := make([]string, 0, len(c.nodes))
+	for n := range c.nodes {
+		nodes = append(nodes, n)
+	}
+	sort.Strings(nodes)
+	for _, n := range nodes {
+		acts = append(acts, s.renderNode(n, c.nodes[n])...)
+	}
+	heads := make([][2]string, 0, len(c.heads))
+	for k := range c.heads {
+		heads = append(heads, k)
+	}
+	sort.Slice(heads, func(i, j int) bool { return heads[i][0]+"#"+heads[i][1] < heads[j][0]+"#"+heads[j][1] })
+	for _, k := range heads {
+		if a, ok := s.renderHead(k[0], k[1], c.heads[k]); ok {
+			acts = append(acts, a)
+		}
+	}
+	deps := make([][3]string, 0, len(c.deploys))
+	for k := range c.deploys {
+		deps = append(deps, k)
+	}
+	sort.Slice(deps, func(i, j int) bool { return deps[i][2] < deps[j][2] })
+	for _, k := range deps {
+		if a, ok := s.renderDeploy(k, c.deploys[k]); ok {
+			acts = append(acts, a)
+		}
+	}
+	return acts
+}
+
+func (s *Store) update(k item, expr, cond string, names map[string]string, vals item, desc string) action {
+	u := &types.Update{TableName: &s.table, Key: k, UpdateExpression: aws.String(expr), ExpressionAttributeValues: vals}
+	if cond != "" {
+		u.ConditionExpression = aws.String(cond)
+	}
+	if len(names) > 0 {
+		u.ExpressionAttributeNames = names
+	}
+	if len(vals) == 0 {
+		u.ExpressionAttributeValues = nil
+	}
+	return action{item: types.TransactWriteItem{Update: u}, desc: desc, size: 300}
+}
+
+func (s *Store) put(it item, cond string, vals item, desc string) action {
+	p := &types.Put{TableName: &s.table, Item: it}
+	if cond != "" {
+		p.ConditionExpression = aws.String(cond)
+	}
+	if len(vals) > 0 {
+		p.ExpressionAttributeValues = vals
+	}
+	return action{item: types.TransactWriteItem{Put: p}, desc: desc, size: itemSize(it)}
+}
+
+func (s *Store) renderNode(id string, d *nodeDelta) []action {
+	var out []action
+	if d.cpu != 0 || d.mem != 0 || d.disk != 0 || d.allocs != 0 || d.place {
+		vals := item{":c": avN(d.cpu), ":m": avN(d.mem), ":d": avN(d.disk), ":n": avN(d.allocs),
+			":nc": avN(-d.cpu), ":nm": avN(-d.mem), ":nd": avN(-d.disk)}
+		cond := []string{"attribute_exists(PK)"}
+		desc := fmt.Sprintf("node %s: node does not exist", id)
+		if d.place {
+			cond = append(cond, "rdy = :t")
+			vals[":t"] = avBool(true)
+			desc = fmt.Sprintf("node %s: node missing, not ready for placements, or over-committed (needs %d MHz, %d MiB memory, %d MiB disk more)", id, d.cpu, d.mem, d.disk)
+			for _, dim := range []struct {
+				attr, v string
+				n       int64
+			}{{"freeCpu", ":c", d.cpu}, {"freeMem", ":m", d.mem}, {"freeDisk", ":d", d.disk}} {
+				if dim.n > 0 {
+					cond = append(cond, dim.attr+" >= "+dim.v)
+				}
+			}
+		}
+		out = append(out, s.update(key(nodePK(id), skMeta),
+			"ADD useCpu :c, useMem :m, useDisk :d, nAllocs :n, freeCpu :nc, freeMem :nm, freeDisk :nd",
+			strings.Join(cond, " AND "), nil, vals, desc))
+	}
+	if d.setIdx > 0 {
+		// Unconditional: concurrent plans on one node may land out of index
+		// order, and the agent acts on any change of the value, never on
+		// its order (each plan's index is written once).
+		out = append(out, s.update(key(nodePK(id), skIdx), "SET idx = :i", "", nil, item{":i": avU(d.setIdx)},
+			fmt.Sprintf("node %s: assignment index", id)))
+	}
+	return out
+}
+
+func (s *Store) renderHead(ns, job string, d *headDelta) (action, bool) {
+	var set, add, cond []string
+	vals := item{}
+	if d.planIdx > 0 {
+		set = append(set, "pIdx = :pi")
+		vals[":pi"] = avU(d.planIdx)
+	}
+	if d.seen {
+		set = append(set, "seen = :t")
+		vals[":t"] = avBool(true)
+	}
+	if d.live != 0 {
+		add = append(add, "nLive :l")
+		vals[":l"] = avN(d.live)
+	}
+	if d.open != 0 {
+		add = append(add, "nOpen :o")
+		vals[":o"] = avN(d.open)
+	}
+	desc := fmt.Sprintf("job %s/%s", ns, job)
+	if d.guardJMI {
+		if d.jmi == 0 {
+			cond = append(cond, "attribute_not_exists(jmi)")
+			desc += " exists again (the plan was computed for no job)"
+		} else {
+			cond = append(cond, "jmi = :jmi")
+			vals[":jmi"] = avU(d.jmi)
+			desc += fmt.Sprintf(" changed: the plan was computed at job modify index %d", d.jmi)
+		}
+	}
+	if d.guardPlanIdx > 0 {
+		cond = append(cond, "pIdx = :gpi")
+		vals[":gpi"] = avU(d.guardPlanIdx)
+		desc += fmt.Sprintf(", or another plan landed since its snapshot (plan index %d)", d.guardPlanIdx)
+	}
+	if len(set) == 0 && len(add) == 0 {
+		if len(cond) == 0 {
+			return action{}, false
+		}
+		return action{item: types.TransactWriteItem{ConditionCheck: &types.ConditionCheck{TableName: &s.table,
+			Key: key(jobPK(ns, job), skMeta), ConditionExpression: aws.String(strings.Join(cond, " AND ")),
+			ExpressionAttributeValues: vals}}, desc: desc, size: 100}, true
+	}
+	expr := ""
+	if len(set) > 0 {
+		expr = "SET " + strings.Join(set, ", ")
+	}
+	if len(add) > 0 {
+		expr += " ADD " + strings.Join(add, ", ")
+	}
+	return s.update(key(jobPK(ns, job), skMeta), strings.TrimSpace(expr), strings.Join(cond, " AND "), nil, vals, desc), true
+}
+
+func (s *Store) renderDeploy(k [3]string, d *deployDelta) (action, bool) {
+	var set, add []string
+	vals := item{}
+	names := map[string]string{}
+	cond := ""
+	if d.blob != nil {
+		set = append(set, "v = :v", "mi = :mi", "ci = if_not_exists(ci, :ci)", "g1pk = :g1pk", "g1sk = :g1sk")
+		vals[":v"], vals[":mi"], vals[":ci"] = avB(d.blob), avU(d.mi), avU(d.ci)
+		vals[":g1pk"], vals[":g1sk"] = avS("DEPLOY#"+idShard(k[2])), avS(k[2])
+		if d.isNew {
+			cond = "attribute_not_exists(mi)"
+		} else {
+			cond = "mi = :pmi"
+			vals[":pmi"] = avU(d.prevMI)
+		}
+	}
+	i := 0
+	for _, c := range []struct {
+		prefix string
+		m      map[string]int64
+	}{{"pl_", d.placed}, {"hl_", d.healthy}, {"ul_", d.unhealthy}} {
+		groups := make([]string, 0, len(c.m))
+		for g := range c.m {
+			groups = append(groups, g)
+		}
+		sort.Strings(groups)
+		for _, g := range groups {
+			if c.m[g] == 0 {
+				continue
+			}
+			n, v := fmt.Sprintf("#c%d", i), fmt.Sprintf(":c%d", i)
+			names[n] = c.prefix + g
+			vals[v] = avN(c.m[g])
+			add = append(add, n+" "+v)
+			i++
+		}
+	}
+	if len(set) == 0 && len(add) == 0 {
+		return action{}, false
+	}
+	expr := ""
+	if len(set) > 0 {
+		expr = "SET " + strings.Join(set, ", ")
+	}
+	if len(add) > 0 {
+		expr += " ADD " + strings.Join(add, ", ")
+	}
+	a := s.update(key(jobPK(k[0], k[1]), deploySK(k[2])), strings.TrimSpace(expr), cond, names, vals,
+		fmt.Sprintf("deployment %s changed since it was read", k[2]))
+	a.size += len(d.blob)
+	return a, true
+}

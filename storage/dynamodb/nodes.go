@@ -1,0 +1,213 @@
+package dynamodb
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+// nodeRecord is a decoded node item: the node and its usage counters.
+type nodeRecord struct {
+	node   *structs.Node
+	mi     uint64
+	used   structs.ComparableResources
+	allocs int64
+}
+
+func decodeNode(it item) (*nodeRecord, error) {
+	n, err := decode[structs.Node](getB(it, "v"))
+	if err != nil {
+		return nil, err
+	}
+	return &nodeRecord{node: n, mi: getU(it, "mi"), allocs: getN(it, "nAllocs"),
+		used: structs.ComparableResources{CPU: getN(it, "useCpu"), MemoryMB: getN(it, "useMem"), DiskMB: getN(it, "useDisk")}}, nil
+}
+
+func (s *Store) readNode(ctx context.Context, id string) (*nodeRecord, error) {
+	it, err := s.get(ctx, nodePK(id), skMeta, true)
+	if err != nil || it == nil {
+		return nil, err
+	}
+	return decodeNode(it)
+}
+
+// writeNode writes n over rec (nil: a new node), keeping the usage
+// counters: free capacity is recomputed from the usage read, and the write
+// is guarded by the modify index and that usage, so a plan landing in
+// between makes it retry.
+func (s *Store) writeNode(ctx context.Context, n *structs.Node, rec *nodeRecord) error {
+	var used structs.ComparableResources
+	if rec != nil {
+		used = rec.used
+	}
+	capacity := n.Capacity()
+	free := capacity.Sub(used)
+	vals := item{":v": avB(encode(n)), ":mi": avU(n.ModifyIndex), ":ci": avU(n.CreateIndex), ":rdy": avBool(n.Ready()),
+		":cc": avN(capacity.CPU), ":cm": avN(capacity.MemoryMB), ":cd": avN(capacity.DiskMB),
+		":fc": avN(free.CPU), ":fm": avN(free.MemoryMB), ":fd": avN(free.DiskMB),
+		":g1pk": avS("NODE"), ":g1sk": avS(n.ID)}
+	cond := "attribute_not_exists(mi)"
+	expr := "SET v = :v, mi = :mi, ci = :ci, rdy = :rdy, capCpu = :cc, capMem = :cm, capDisk = :cd, freeCpu = :fc, freeMem = :fm, freeDisk = :fd, g1pk = :g1pk, g1sk = :g1sk"
+	if rec != nil {
+		cond = "mi = :pmi AND useCpu = :uc AND useMem = :um AND useDisk = :ud"
+		vals[":pmi"], vals[":uc"], vals[":um"], vals[":ud"] = avU(rec.mi), avN(used.CPU), avN(used.MemoryMB), avN(used.DiskMB)
+	} else {
+		expr += ", useCpu = :z, useMem = :z, useDisk = :z, nAllocs = :z"
+		vals[":z"] = avN(0)
+	}
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key(nodePK(n.ID), skMeta),
+		UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals})
+	if err != nil {
+		return raceOnConflict(wrapErr(err, "write node "+n.ID))
+	}
+	return nil
+}
+
+// UpsertNode implements storage.Store.
+func (s *Store) UpsertNode(ctx context.Context, node *structs.Node) (*structs.Node, error) {
+	out, err := withConflictRetry(ctx, s, func() (*structs.Node, error) {
+		idx, err := s.nextIndex(ctx)
+		if err != nil {
+			return nil, err
+		}
+		rec, err := s.readNode(ctx, node.ID)
+		if err != nil {
+			return nil, err
+		}
+		n := node.Copy()
+		if rec != nil {
+			n.CreateIndex = rec.node.CreateIndex
+			n.SchedulingEligibility = rec.node.SchedulingEligibility
+			n.Drain = rec.node.Drain
+			n.DrainStrategy = rec.node.DrainStrategy
+		} else {
+			n.CreateIndex = idx
+			if n.SchedulingEligibility == "" {
+				n.SchedulingEligibility = structs.NodeSchedulingEligible
+			}
+		}
+		if n.Status == "" {
+			n.Status = structs.NodeStatusReady
+		}
+		n.ModifyIndex = idx
+		if err := s.writeNode(ctx, n, rec); err != nil {
+			return nil, err
+		}
+		if err := s.bumpTables(ctx, idx, storage.TableNodes); err != nil {
+			return nil, err
+		}
+		return n, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("upsert node %s: %w", node.ID, err)
+	}
+	return out, nil
+}
+
+// UpdateNodeStatus implements storage.Store.
+func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at int64) (*structs.Node, error) {
+	out, err := withConflictRetry(ctx, s, func() (*structs.Node, error) {
+		rec, err := s.readNode(ctx, nodeID)
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			return nil, storage.NotFoundf("node %q", nodeID)
+		}
+		if rec.node.Status == status {
+			return rec.node, nil
+		}
+		idx, err := s.nextIndex(ctx)
+		if err != nil {
+			return nil, err
+		}
+		n := rec.node
+		n.Status, n.StatusUpdatedAt, n.ModifyIndex = status, at, idx
+		if err := s.writeNode(ctx, n, rec); err != nil {
+			return nil, err
+		}
+		if err := s.bumpTables(ctx, idx, storage.TableNodes); err != nil {
+			return nil, err
+		}
+		return n, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update status of node %s: %w", nodeID, err)
+	}
+	return out, nil
+}
+
+// Node implements storage.Store.
+func (s *Store) Node(ctx context.Context, id string) (*structs.Node, error) {
+	rec, err := s.readNode(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if rec == nil {
+		return nil, storage.NotFoundf("node %q", id)
+	}
+	return rec.node, nil
+}
+
+func (s *Store) nodeRecords(ctx context.Context, prefix string) ([]*nodeRecord, error) {
+	keys, err := s.queryIndex(ctx, GSI1, "g1pk", "g1sk", "NODE", prefix)
+	if err != nil {
+		return nil, err
+	}
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*nodeRecord, 0, len(items))
+	for _, it := range items {
+		rec, err := decodeNode(it)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, rec)
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].node.ID < out[j].node.ID })
+	return out, nil
+}
+
+// Nodes implements storage.Store.
+func (s *Store) Nodes(ctx context.Context, prefix string) ([]*structs.Node, error) {
+	recs, err := s.nodeRecords(ctx, prefix)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*structs.Node, len(recs))
+	for i, r := range recs {
+		out[i] = r.node
+	}
+	return out, nil
+}
+
+// NodesWithUsage implements storage.Store: usage comes from the counters
+// plan and report transactions keep on each node item.
+func (s *Store) NodesWithUsage(ctx context.Context) ([]*storage.NodeUsage, error) {
+	recs, err := s.nodeRecords(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	out := make([]*storage.NodeUsage, len(recs))
+	for i, r := range recs {
+		out[i] = &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs)}
+	}
+	return out, nil
+}
+
+// NodeAssignmentIndex implements storage.Store.
+func (s *Store) NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64, error) {
+	it, err := s.get(ctx, nodePK(nodeID), skIdx, true)
+	if err != nil {
+		return 0, err
+	}
+	return getU(it, "idx"), nil
+}
