@@ -32,6 +32,7 @@ type Store interface {
 	Node(ctx context.Context, nodeID string) (*structs.Node, error)
 	NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64, error)
 	AllocsByNode(ctx context.Context, nodeID string) ([]*structs.Allocation, error)
+	Alloc(ctx context.Context, allocID string) (*structs.Allocation, error)
 	UpdateAllocsFromClient(ctx context.Context, nodeID string, updates []*structs.Allocation) ([]*storage.ClientAllocChange, error)
 	UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (uint64, error)
 	Evals(ctx context.Context, filter storage.EvalFilter) ([]*structs.Evaluation, error)

@@ -19,6 +19,7 @@ type NodeAgents interface {
 	AssignmentIndex(ctx context.Context, nodeID string) (uint64, error)
 	Assignments(ctx context.Context, nodeID string) ([]*structs.Allocation, uint64, error)
 	UpdateAllocs(ctx context.Context, nodeID string, updates []*structs.Allocation) error
+	PreviousAlloc(ctx context.Context, nodeID, allocID string) (*structs.Allocation, error)
 }
 
 // NodeAuthorizer checks that a node-agent request comes from the node it
@@ -70,6 +71,27 @@ func (s *Server) nodeAgentRoutes() {
 	m.HandleFunc("GET /v1/nodeagent/{id}/assignment-index", s.nodeAssignmentIndex)
 	m.HandleFunc("GET /v1/nodeagent/{id}/assignments", s.nodeAssignments)
 	m.HandleFunc("PUT /v1/nodeagent/{id}/allocs", s.nodeUpdateAllocs)
+	m.HandleFunc("GET /v1/nodeagent/{id}/alloc/{alloc}/previous", s.nodePreviousAlloc)
+}
+
+// PreviousAllocResponse answers GET
+// /v1/nodeagent/{id}/alloc/{alloc}/previous: the status of the alloc that
+// {alloc} replaces, or null.
+type PreviousAllocResponse struct {
+	Alloc *structs.Allocation
+}
+
+func (s *Server) nodePreviousAlloc(w http.ResponseWriter, r *http.Request) {
+	id := r.PathValue("id")
+	if !s.authorizeNode(w, r, id) {
+		return
+	}
+	prev, err := s.cfg.NodeAgents.PreviousAlloc(r.Context(), id, r.PathValue("alloc"))
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	writeJSON(w, r, http.StatusOK, &PreviousAllocResponse{Alloc: prev})
 }
 
 func (s *Server) authorizeNode(w http.ResponseWriter, r *http.Request, nodeID string) bool {

@@ -177,3 +177,13 @@ func (c *Client) Assignments(ctx context.Context, nodeID string) ([]*structs.All
 func (c *Client) UpdateAllocs(ctx context.Context, nodeID string, updates []*structs.Allocation) error {
 	return c.do(ctx, http.MethodPut, "/v1/nodeagent/"+url.PathEscape(nodeID)+"/allocs", &httpapi.AllocUpdateRequest{Allocs: updates}, nil)
 }
+
+// PreviousAlloc implements nodeagent.ControlPlane.
+func (c *Client) PreviousAlloc(ctx context.Context, nodeID, allocID string) (*structs.Allocation, error) {
+	var out httpapi.PreviousAllocResponse
+	path := "/v1/nodeagent/" + url.PathEscape(nodeID) + "/alloc/" + url.PathEscape(allocID) + "/previous"
+	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
+		return nil, err
+	}
+	return out.Alloc, nil
+}
