@@ -1,7 +1,9 @@
-// Package agent assembles drover's embedded home in one process: the state
-// store (a bbolt file under the data dir), the in-process eval broker and
-// its workers, the control-plane services, the HTTP API and, in dev mode,
-// a node agent talking to the control plane in-process.
+// Package agent assembles drover's embedded home in one process. A server
+// holds the state store (a bbolt file under the data dir), the in-process
+// eval broker and its workers, the control-plane services and their timers
+// (node liveness, deployment watcher, drainer, garbage collection) and the
+// HTTP API. A client is one node agent, talking to the control plane
+// in-process (dev mode: server and client in one) or to servers over HTTP.
 package agent
 
 import (
@@ -18,6 +20,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/drover-sched/drover/controlplane"
+	"github.com/drover-sched/drover/controlplane/cpclient"
 	evqueue "github.com/drover-sched/drover/events/embedded"
 	"github.com/drover-sched/drover/httpapi"
 	"github.com/drover-sched/drover/nodeagent"
@@ -38,21 +41,35 @@ type Config struct {
 	// DataDir holds server/state.db (the state store) and client/ (the
 	// node agent's ID, local state and alloc dirs). Required.
 	DataDir string
-	// HTTPAddr is the API's listen address (default 127.0.0.1:4646; port 0
-	// picks a free one).
-	HTTPAddr string
-	// Dev runs the all-in-one dev agent: server and a node with raw_exec
-	// enabled; its tasks stop when the agent stops.
+	// Dev runs server and client in one process, with raw_exec enabled
+	// and the tasks stopped when the agent stops.
 	Dev bool
+	// Server runs the control plane (API, evaluator, timers).
+	Server bool
+	// Client runs a node agent. Without Server it needs Servers.
+	Client bool
+	// Servers are the HTTP addresses of servers a client-only agent talks
+	// to ("host:port").
+	Servers []string
+	// HTTPAddr is the API's listen address (servers; default
+	// 127.0.0.1:4646; port 0 picks a free one).
+	HTTPAddr string
 	// Workers is the number of evaluation workers (default 2).
 	Workers int
-	// NodeName names the dev node (default: the hostname).
+	// NodeName names the node of a client (default: the hostname).
 	NodeName string
 	// Region and Datacenter (defaults "global" and "dc1").
 	Region     string
 	Datacenter string
+	// NodePool and NodeClass of a client's node.
+	NodePool  string
+	NodeClass string
+	// EnableRawExec turns on the raw_exec driver outside dev mode.
+	EnableRawExec bool
 	// HeartbeatTTL is handed to node agents (default 10 s).
 	HeartbeatTTL time.Duration
+	// Timers tunes the control plane's timers (zero: defaults).
+	Timers controlplane.TimerConfig
 	// PollInterval is the node agent's assignment poll interval (default
 	// 1 s).
 	PollInterval time.Duration
@@ -64,7 +81,7 @@ type Config struct {
 	Logger            *zap.Logger
 }
 
-// Agent is a running embedded home.
+// Agent is a running server, client, or both.
 type Agent struct {
 	cfg       Config
 	log       *zap.Logger
@@ -72,16 +89,26 @@ type Agent struct {
 	broker    *evqueue.Broker
 	service   *controlplane.Service
 	evaluator *scheduler.Evaluator
+	timers    *controlplane.Timers
 	api       *httpapi.Server
 	node      *nodeagent.Agent
 	listener  net.Listener
 	ready     chan struct{}
 }
 
-// New opens the state store and builds every part. It starts nothing.
+// New builds every part of the configured roles. It starts nothing.
 func New(cfg Config) (*Agent, error) {
 	if cfg.DataDir == "" {
 		return nil, errors.New("agent: a data dir is required")
+	}
+	if cfg.Dev {
+		cfg.Server, cfg.Client = true, true
+	}
+	if !cfg.Server && !cfg.Client {
+		return nil, errors.New("agent: choose -dev, -server or -client")
+	}
+	if cfg.Client && !cfg.Server && len(cfg.Servers) == 0 {
+		return nil, errors.New("agent: a client needs -servers (the HTTP address of a server)")
 	}
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = DefaultHTTPAddr
@@ -99,32 +126,66 @@ func New(cfg Config) (*Agent, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	serverDir := filepath.Join(cfg.DataDir, "server")
-	if err := os.MkdirAll(serverDir, 0o700); err != nil {
-		return nil, fmt.Errorf("create data dir: %w", err)
+	a := &Agent{cfg: cfg, log: log, ready: make(chan struct{})}
+	if cfg.Server {
+		if err := a.newServer(); err != nil {
+			return nil, err
+		}
 	}
-	store, err := embedded.Open(filepath.Join(serverDir, "state.db"))
-	if err != nil {
-		return nil, err
-	}
-	a := &Agent{cfg: cfg, log: log, store: store, ready: make(chan struct{})}
-	a.broker = evqueue.New(evqueue.Config{OnDeliveryLimit: a.evalDeliveryLimit})
-	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: log.Named("control"), HeartbeatTTL: cfg.HeartbeatTTL})
-	a.evaluator = newEvaluator(store, a.broker, log.Named("scheduler"))
-	a.evaluator.BeforeCommit = cfg.BeforeCommit
-
-	if cfg.Dev {
-		a.node, err = nodeagent.New(a.service, nodeagent.Config{
-			DataDir: filepath.Join(cfg.DataDir, "client"), NodeName: cfg.NodeName, Datacenter: cfg.Datacenter,
-			HTTPAddr: cfg.HTTPAddr, DevMode: true, PollInterval: cfg.PollInterval,
-			SupervisorCommand: cfg.SupervisorCommand, Version: Version, Logger: log.Named("client"),
-		})
-		if err != nil {
-			store.Close()
-			return nil, fmt.Errorf("create node agent: %w", err)
+	if cfg.Client {
+		if err := a.newClient(); err != nil {
+			if a.store != nil {
+				a.store.Close()
+			}
+			return nil, err
 		}
 	}
 	return a, nil
+}
+
+func (a *Agent) newServer() error {
+	serverDir := filepath.Join(a.cfg.DataDir, "server")
+	if err := os.MkdirAll(serverDir, 0o700); err != nil {
+		return fmt.Errorf("create data dir: %w", err)
+	}
+	store, err := embedded.Open(filepath.Join(serverDir, "state.db"))
+	if err != nil {
+		return err
+	}
+	a.store = store
+	a.broker = evqueue.New(evqueue.Config{OnDeliveryLimit: a.evalDeliveryLimit})
+	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
+		HeartbeatTTL: a.cfg.HeartbeatTTL})
+	a.evaluator = newEvaluator(store, a.broker, a.log.Named("scheduler"))
+	a.evaluator.BeforeCommit = a.cfg.BeforeCommit
+	a.timers = controlplane.NewTimers(a.service, a.cfg.Timers)
+	return nil
+}
+
+func (a *Agent) newClient() error {
+	var cp nodeagent.ControlPlane = a.service
+	if !a.cfg.Server {
+		c, err := cpclient.New(a.cfg.Servers)
+		if err != nil {
+			return err
+		}
+		cp = c
+	}
+	var drivers []string
+	if a.cfg.EnableRawExec {
+		drivers = []string{"raw_exec"}
+	}
+	node, err := nodeagent.New(cp, nodeagent.Config{
+		DataDir: filepath.Join(a.cfg.DataDir, "client"), NodeName: a.cfg.NodeName, Datacenter: a.cfg.Datacenter,
+		NodePool: a.cfg.NodePool, NodeClass: a.cfg.NodeClass, HTTPAddr: a.cfg.HTTPAddr, DevMode: a.cfg.Dev,
+		EnabledDrivers: drivers, PollInterval: a.cfg.PollInterval, SupervisorCommand: a.cfg.SupervisorCommand,
+		Version: Version, Logger: a.log.Named("client"),
+	})
+	if err != nil {
+		return fmt.Errorf("create node agent: %w", err)
+	}
+	a.node = node
+	return nil
 }
 
 // evalDeliveryLimit marks an eval that failed every delivery failed and
@@ -141,20 +202,23 @@ func (a *Agent) evalDeliveryLimit(ev *structs.Evaluation, reason string) {
 		zap.String("job_id", ev.JobID), zap.String("followup_eval_id", follow.ID), zap.String("reason", reason))
 }
 
-// Ready is closed once Run listens and has restored pending evaluations.
+// Ready is closed once Run serves (servers: listens and has restored
+// pending evaluations).
 func (a *Agent) Ready() <-chan struct{} { return a.ready }
 
 // Addr returns the address the API listens on; call it after Ready.
 func (a *Agent) Addr() string {
 	select {
 	case <-a.ready:
-		return a.listener.Addr().String()
+		if a.listener != nil {
+			return a.listener.Addr().String()
+		}
 	default:
-		return a.cfg.HTTPAddr
 	}
+	return a.cfg.HTTPAddr
 }
 
-// NodeID returns the dev node's ID, or "".
+// NodeID returns the client's node ID, or "".
 func (a *Agent) NodeID() string {
 	if a.node == nil {
 		return ""
@@ -163,74 +227,97 @@ func (a *Agent) NodeID() string {
 }
 
 // Run serves until ctx ends, then shuts down: the API stops accepting, the
-// node agent stops (in dev mode its tasks are stopped), workers finish
-// their evaluation, and the state file is closed.
+// node agent stops (in dev mode its tasks are stopped), timers and workers
+// finish, and the state file is closed.
 func (a *Agent) Run(ctx context.Context) error {
-	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
-	if err != nil {
-		a.store.Close()
-		return fmt.Errorf("listen on %s: %w", a.cfg.HTTPAddr, err)
-	}
-	a.listener = ln
-	addr := ln.Addr().String()
-	a.api = httpapi.New(httpapi.Config{
-		State: a.store, Jobs: a.service, Watcher: a.store, Logger: a.log.Named("http"),
-		Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
-			Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},
-	})
-	srv := &http.Server{Handler: a.api, ReadHeaderTimeout: 10 * time.Second}
-
-	n, err := a.service.RestorePending(ctx)
-	if err != nil {
-		ln.Close()
-		a.store.Close()
-		return err
-	}
-	a.log.Info("drover agent started", zap.String("http_addr", addr), zap.String("data_dir", a.cfg.DataDir),
-		zap.Bool("dev", a.cfg.Dev), zap.Int("workers", a.cfg.Workers), zap.Int("restored_pending_evals", n))
-	close(a.ready)
-
-	workCtx, stopWork := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		scheduler.RunWorkers(workCtx, a.cfg.Workers, a.broker, a.evaluator, a.log.Named("worker"))
-	}()
+	var srv *http.Server
 	httpErr := make(chan error, 1)
-	go func() {
-		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-			httpErr <- err
+	workCtx, stopWork := context.WithCancel(context.Background())
+	defer stopWork()
+	var wg sync.WaitGroup
+	if a.cfg.Server {
+		ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+		if err != nil {
+			a.store.Close()
+			return fmt.Errorf("listen on %s: %w", a.cfg.HTTPAddr, err)
 		}
-		close(httpErr)
-	}()
-	nodeCtx, stopNode := context.WithCancel(context.Background())
-	nodeDone := make(chan error, 1)
-	if a.node != nil {
-		go func() { nodeDone <- a.node.Run(nodeCtx) }()
-	} else {
-		close(nodeDone)
+		a.listener = ln
+		addr := ln.Addr().String()
+		a.api = httpapi.New(httpapi.Config{
+			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,
+			Logger: a.log.Named("http"),
+			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
+				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},
+		})
+		srv = &http.Server{Handler: a.api, ReadHeaderTimeout: 10 * time.Second}
+		n, err := a.service.RestorePending(ctx)
+		if err != nil {
+			ln.Close()
+			a.store.Close()
+			return err
+		}
+		a.log.Info("drover server started", zap.String("http_addr", addr), zap.String("data_dir", a.cfg.DataDir),
+			zap.Int("workers", a.cfg.Workers), zap.Int("restored_pending_evals", n))
+		wg.Add(2)
+		go func() {
+			defer wg.Done()
+			scheduler.RunWorkers(workCtx, a.cfg.Workers, a.broker, a.evaluator, a.log.Named("worker"))
+		}()
+		go func() {
+			defer wg.Done()
+			a.timers.Run(workCtx)
+		}()
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				httpErr <- err
+			}
+			close(httpErr)
+		}()
 	}
+	nodeCtx, stopNode := context.WithCancel(context.Background())
+	defer stopNode()
+	var nodeDone chan error // stays nil (never ready) without a node agent
+	if a.node != nil {
+		nodeDone = make(chan error, 1)
+		a.log.Info("drover client started", zap.String("node_id", a.node.NodeID()), zap.Strings("servers", a.cfg.Servers))
+		go func() { nodeDone <- a.node.Run(nodeCtx) }()
+	}
+	close(a.ready)
 
 	var runErr error
 	select {
 	case <-ctx.Done():
-	case err := <-httpErr:
-		runErr = fmt.Errorf("serve http: %w", err)
+	case err, ok := <-httpErr:
+		if ok && err != nil {
+			runErr = fmt.Errorf("serve http: %w", err)
+		}
+	case err := <-nodeDone:
+		if err != nil && !errors.Is(err, context.Canceled) {
+			runErr = fmt.Errorf("node agent: %w", err)
+		}
+		nodeDone = nil
 	}
 	a.log.Info("drover agent shutting down")
-	shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	_ = srv.Shutdown(shutdownCtx)
-	cancel()
+	if srv != nil {
+		shutdownCtx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_ = srv.Shutdown(shutdownCtx)
+		cancel()
+	}
 	stopNode()
-	if err := <-nodeDone; err != nil && !errors.Is(err, context.Canceled) {
-		a.log.Warn("node agent stopped with an error", zap.Error(err))
+	if nodeDone != nil {
+		if err := <-nodeDone; err != nil && !errors.Is(err, context.Canceled) {
+			a.log.Warn("node agent stopped with an error", zap.Error(err))
+		}
 	}
 	stopWork()
-	a.broker.Close()
+	if a.broker != nil {
+		a.broker.Close()
+	}
 	wg.Wait()
-	if err := a.store.Close(); err != nil && runErr == nil {
-		runErr = fmt.Errorf("close state file: %w", err)
+	if a.store != nil {
+		if err := a.store.Close(); err != nil && runErr == nil {
+			runErr = fmt.Errorf("close state file: %w", err)
+		}
 	}
 	a.log.Info("drover agent stopped")
 	return runErr

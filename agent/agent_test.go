@@ -61,7 +61,7 @@ func TestPendingAndDelayedEvalsSurviveRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	a, err := New(Config{DataDir: dir, HTTPAddr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
+	a, err := New(Config{DataDir: dir, Server: true, HTTPAddr: "127.0.0.1:0", Logger: zaptest.NewLogger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

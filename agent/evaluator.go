@@ -17,8 +17,11 @@ func newEvaluator(store *embedded.Store, broker *evqueue.Broker, log *zap.Logger
 		State:             store,
 		Queue:             broker,
 		Reconcile:         reconcile.Reconcile,
-		Update:            placement.UpdateType,
+		UpdateOnNodes:     placement.UpdateTypeOnNodes,
 		RescheduleTracker: reconcile.NextRescheduleTracker,
-		Logger:            log,
+		// Disconnected clients (max_client_disconnect) are supported, as
+		// in Nomad since 1.3.
+		SupportsDisconnectedClients: true,
+		Logger:                      log,
 	}
 }

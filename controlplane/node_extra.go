@@ -9,33 +9,23 @@ import (
 	"github.com/drover-sched/drover/structs"
 )
 
-// allocReader is the store's single-alloc read, which the node endpoints
-// below need beyond the Store interface.
-type allocReader interface {
-	Alloc(ctx context.Context, allocID string) (*structs.Allocation, error)
-}
-
 // PreviousAlloc implements nodeagent.ControlPlane: the status of the
 // allocation that allocID replaces, for a node agent whose sticky or
 // migrating alloc waits for it. A node may only ask about the previous
 // allocation of an allocation assigned to it. It returns nil when there
 // is none or it was garbage collected.
 func (s *Service) PreviousAlloc(ctx context.Context, nodeID, allocID string) (*structs.Allocation, error) {
-	r, ok := s.store.(allocReader)
-	if !ok {
-		return nil, errors.New("previous alloc: the state store cannot read single allocations")
-	}
-	a, err := r.Alloc(ctx, allocID)
+	a, err := s.store.Alloc(ctx, allocID)
 	if err != nil {
 		return nil, fmt.Errorf("previous alloc of %s: %w", allocID, err)
 	}
 	if a.NodeID != nodeID {
-		return nil, fmt.Errorf("previous alloc of %s: the alloc is not assigned to node %s", allocID, nodeID)
+		return nil, fmt.Errorf("previous alloc of %s: the alloc is not assigned to node %s: %w", allocID, nodeID, storage.ErrWrongNode)
 	}
 	if a.PreviousAllocation == "" {
 		return nil, nil
 	}
-	prev, err := r.Alloc(ctx, a.PreviousAllocation)
+	prev, err := s.store.Alloc(ctx, a.PreviousAllocation)
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil, nil
 	}

@@ -9,6 +9,7 @@ package controlplane
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"sync"
@@ -31,9 +32,22 @@ type Store interface {
 	Node(ctx context.Context, nodeID string) (*structs.Node, error)
 	NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64, error)
 	AllocsByNode(ctx context.Context, nodeID string) ([]*structs.Allocation, error)
+	Alloc(ctx context.Context, allocID string) (*structs.Allocation, error)
 	UpdateAllocsFromClient(ctx context.Context, nodeID string, updates []*structs.Allocation) ([]*storage.ClientAllocChange, error)
 	UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (uint64, error)
 	Evals(ctx context.Context, filter storage.EvalFilter) ([]*structs.Evaluation, error)
+	Nodes(ctx context.Context, prefix string) ([]*structs.Node, error)
+	AllocsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Allocation, error)
+	JobVersions(ctx context.Context, namespace, jobID string) ([]*structs.Job, error)
+	JobVersion(ctx context.Context, namespace, jobID string, version uint64) (*structs.Job, error)
+	Deployment(ctx context.Context, deploymentID string) (*structs.Deployment, error)
+	Deployments(ctx context.Context, namespace, prefix string) ([]*structs.Deployment, error)
+	UpdateDeploymentStatus(ctx context.Context, u *structs.DeploymentStatusUpdate, evals ...*structs.Evaluation) (uint64, error)
+	PromoteDeployment(ctx context.Context, deploymentID string, groups []string, evals ...*structs.Evaluation) (uint64, error)
+	UpdateNodeDrain(ctx context.Context, nodeID string, strategy *structs.DrainStrategy, markEligible bool, evals ...*structs.Evaluation) (*structs.Node, error)
+	UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.Node, error)
+	UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error)
+	GarbageCollect(ctx context.Context, olderThan time.Time) (*storage.GCResult, error)
 }
 
 // DefaultHeartbeatTTL is the heartbeat TTL handed to node agents (Nomad's
@@ -181,6 +195,10 @@ func (s *Service) RegisterNode(ctx context.Context, node *structs.Node) (time.Du
 	if node.ID == "" {
 		return 0, fmt.Errorf("register node: missing node ID")
 	}
+	prev, err := s.store.Node(ctx, node.ID)
+	if err != nil && !errors.Is(err, storage.ErrNotFound) {
+		return 0, fmt.Errorf("register node %s: %w", node.ID, err)
+	}
 	n := node.Copy()
 	n.Status = structs.NodeStatusReady
 	n.StatusUpdatedAt = s.now().Unix()
@@ -196,6 +214,11 @@ func (s *Service) RegisterNode(ctx context.Context, node *structs.Node) (time.Du
 	s.markHeartbeat(node.ID)
 	s.log.Info("node registered", zap.String("node_id", node.ID), zap.String("node_name", node.Name),
 		zap.String("datacenter", n.Datacenter), zap.String("node_pool", n.NodePool))
+	if prev != nil && prev.Status != structs.NodeStatusReady {
+		if err := s.createNodeEvals(ctx, node.ID, structs.EvalTriggerNodeUpdate); err != nil {
+			return 0, err
+		}
+	}
 	s.unblock(ctx, "node registered")
 	return s.heartbeatTTL, nil
 }
@@ -213,6 +236,9 @@ func (s *Service) Heartbeat(ctx context.Context, nodeID string) (time.Duration, 
 			return 0, fmt.Errorf("heartbeat of node %s: %w", nodeID, err)
 		}
 		s.log.Info("node ready again", zap.String("node_id", nodeID), zap.String("was", n.Status))
+		if err := s.createNodeEvals(ctx, nodeID, structs.EvalTriggerNodeUpdate); err != nil {
+			return 0, err
+		}
 		s.unblock(ctx, "node ready")
 	}
 	return s.heartbeatTTL, nil
@@ -294,6 +320,9 @@ func (s *Service) UpdateAllocs(ctx context.Context, nodeID string, updates []*st
 			s.log.Info("allocation failed; evaluation created", zap.String("eval_id", ev.ID), zap.String("job_id", ev.JobID), zap.String("node_id", nodeID))
 		}
 		s.enqueue(ctx, evals...)
+	}
+	if err := s.reactToHealth(ctx, changes); err != nil {
+		return err
 	}
 	if freed {
 		s.unblock(ctx, "capacity freed on node "+nodeID)

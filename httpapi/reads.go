@@ -125,6 +125,36 @@ func (s *Server) getDeployment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+func (s *Server) listDeployments(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableDeployments}, func(ctx context.Context) (any, error) {
+		ds, err := s.cfg.State.Deployments(ctx, namespaceOf(r), r.URL.Query().Get("prefix"))
+		if ds == nil {
+			ds = []*structs.Deployment{}
+		}
+		return ds, err
+	})
+}
+
+func (s *Server) deploymentAllocations(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableAllocs, storage.TableDeployments}, func(ctx context.Context) (any, error) {
+		d, err := s.cfg.State.Deployment(ctx, r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		allocs, err := s.cfg.State.AllocsByJob(ctx, d.Namespace, d.JobID)
+		if err != nil {
+			return nil, err
+		}
+		var in []*structs.Allocation
+		for _, a := range allocs {
+			if a.DeploymentID == d.ID {
+				in = append(in, a)
+			}
+		}
+		return stubs(in), nil
+	})
+}
+
 func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, []string{storage.TableNodes}, func(ctx context.Context) (any, error) {
 		nodes, err := s.cfg.State.Nodes(ctx, r.URL.Query().Get("prefix"))

@@ -48,6 +48,7 @@ type State interface {
 	Deployment(ctx context.Context, deploymentID string) (*structs.Deployment, error)
 	LatestDeployment(ctx context.Context, namespace, jobID string) (*structs.Deployment, error)
 	DeploymentsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Deployment, error)
+	Deployments(ctx context.Context, namespace, prefix string) ([]*structs.Deployment, error)
 	Node(ctx context.Context, nodeID string) (*structs.Node, error)
 	Nodes(ctx context.Context, prefix string) ([]*structs.Node, error)
 	Index(ctx context.Context, table string) (uint64, error)
@@ -86,6 +87,14 @@ type Config struct {
 	MaxWait time.Duration
 	Agent   AgentInfo
 	Logger  *zap.Logger
+	// NodeAgents, when set, serves the node-agent routes under
+	// /v1/nodeagent/ (the server side of `drover agent -client`).
+	NodeAgents NodeAgents
+	// NodeAuth checks node-agent requests (nil: accept all).
+	NodeAuth NodeAuthorizer
+	// Operator, when set, serves the operator actions (promote, fail,
+	// pause, revert, drain, eligibility, gc).
+	Operator Operator
 }
 
 // Server serves the API.
@@ -153,6 +162,10 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/agent/self", s.agentSelf)
 	m.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	m.HandleFunc("GET /v1/regions", s.regions)
+	m.HandleFunc("GET /v1/deployments", s.listDeployments)
+	m.HandleFunc("GET /v1/deployment/allocations/{id}", s.deploymentAllocations)
+	s.nodeAgentRoutes()
+	s.operatorRoutes()
 	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
 	})
@@ -249,12 +262,14 @@ func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ve *jobspec.ValidationError
 	var bad *badRequest
 	switch {
-	case errors.As(err, &ve), errors.As(err, &bad):
+	case errors.As(err, &ve), errors.As(err, &bad), errors.Is(err, controlplane.ErrBadRequest):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, storage.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
 	case errors.Is(err, storage.ErrConflict):
 		writeError(w, http.StatusConflict, err.Error())
+	case errors.Is(err, storage.ErrWrongNode):
+		writeError(w, http.StatusForbidden, err.Error())
 	default:
 		s.log.Error("request failed", zap.String("method", r.Method), zap.String("path", r.URL.Path), zap.Error(err))
 		writeError(w, http.StatusInternalServerError, err.Error())

@@ -31,9 +31,9 @@ import (
 //   - meta: the task's combined job + group + task meta (tasks see it as
 //     NOMAD_META_* environment variables);
 //   - placement: constraints at job, group or task level, datacenters and
-//     node pool. Nomad re-checks a changed constraint against the alloc's
-//     node and updates in place when the node still fits; drover's update
-//     decision has no node at hand, so it replaces.
+//     node pool. UpdateType has no node at hand, so it replaces;
+//     UpdateTypeOnNodes re-checks them against the alloc's node and
+//     updates in place when the node still fits, as Nomad does.
 //   - an alloc whose own job version is unknown (no Job) or lacks the
 //     group.
 //
@@ -58,9 +58,51 @@ func UpdateType(existing *structs.Allocation, newJob *structs.Job, newTG *struct
 		return reconcile.UpdateIgnore, nil
 	}
 	oldTG := old.LookupTaskGroup(newTG.Name)
-	if oldTG == nil || destructiveChange(old, oldTG, newJob, newTG) {
+	if oldTG == nil || destructiveChange(old, oldTG, newJob, newTG) || placementChanged(old, oldTG, newJob, newTG) {
 		return reconcile.UpdateDestructive, nil
 	}
+	return inPlace(existing, newJob)
+}
+
+// UpdateTypeOnNodes is UpdateType with the nodes at hand (by ID): an alloc
+// whose job changed only in where it may run (constraints, datacenters,
+// node pool) is updated in place when its node still satisfies the new
+// job, and replaced otherwise, as Nomad's in-place update re-checks the
+// node's feasibility.
+func UpdateTypeOnNodes(nodes map[string]*structs.Node) reconcile.UpdateFunc {
+	cc := newConstraintChecker()
+	return func(existing *structs.Allocation, newJob *structs.Job, newTG *structs.TaskGroup) (reconcile.UpdateKind, *structs.Allocation) {
+		old := existing.Job
+		if old == nil || (old.Version == newJob.Version && old.CreateIndex == newJob.CreateIndex) {
+			return UpdateType(existing, newJob, newTG)
+		}
+		oldTG := old.LookupTaskGroup(newTG.Name)
+		if oldTG == nil || destructiveChange(old, oldTG, newJob, newTG) {
+			return reconcile.UpdateDestructive, nil
+		}
+		if placementChanged(old, oldTG, newJob, newTG) && !fitsNode(cc, nodes[existing.NodeID], newJob, newTG) {
+			return reconcile.UpdateDestructive, nil
+		}
+		return inPlace(existing, newJob)
+	}
+}
+
+// fitsNode reports whether node n still satisfies the job's placement
+// rules for tg: pool, datacenter, drivers and constraints.
+func fitsNode(cc *constraintChecker, n *structs.Node, job *structs.Job, tg *structs.TaskGroup) bool {
+	if n == nil || !inNodePool(n, job.NodePool) || !inDatacenters(n.Datacenter, job.Datacenters) || missingDriver(tg, n) != "" {
+		return false
+	}
+	for _, c := range groupConstraints(job, tg) {
+		if !cc.meets(c, n) {
+			return false
+		}
+	}
+	return true
+}
+
+// inPlace moves a live alloc to newJob; a terminal one is left alone.
+func inPlace(existing *structs.Allocation, newJob *structs.Job) (reconcile.UpdateKind, *structs.Allocation) {
 	if existing.TerminalStatus() {
 		return reconcile.UpdateIgnore, nil
 	}
@@ -77,11 +119,7 @@ func destructiveChange(oldJob *structs.Job, oldTG *structs.TaskGroup, newJob *st
 	switch {
 	case len(oldTG.Tasks) != len(newTG.Tasks),
 		!ephemeralDiskEqual(oldTG.EphemeralDisk, newTG.EphemeralDisk),
-		rendersTemplates(oldTG.RestartPolicy) != rendersTemplates(newTG.RestartPolicy),
-		!constraintsEqual(oldJob.Constraints, newJob.Constraints),
-		!constraintsEqual(oldTG.Constraints, newTG.Constraints),
-		!slices.Equal(oldJob.Datacenters, newJob.Datacenters),
-		oldJob.NodePool != newJob.NodePool:
+		rendersTemplates(oldTG.RestartPolicy) != rendersTemplates(newTG.RestartPolicy):
 		return true
 	}
 	for _, ot := range oldTG.Tasks {
@@ -90,6 +128,23 @@ func destructiveChange(oldJob *structs.Job, oldTG *structs.TaskGroup, newJob *st
 			return true
 		}
 		if !maps.Equal(combinedMeta(oldJob, oldTG, ot), combinedMeta(newJob, newTG, nt)) {
+			return true
+		}
+	}
+	return false
+}
+
+// placementChanged reports a change of where the group may run:
+// constraints (job, group, task), datacenters or node pool.
+func placementChanged(oldJob *structs.Job, oldTG *structs.TaskGroup, newJob *structs.Job, newTG *structs.TaskGroup) bool {
+	if !constraintsEqual(oldJob.Constraints, newJob.Constraints) ||
+		!constraintsEqual(oldTG.Constraints, newTG.Constraints) ||
+		!slices.Equal(oldJob.Datacenters, newJob.Datacenters) ||
+		oldJob.NodePool != newJob.NodePool {
+		return true
+	}
+	for _, ot := range oldTG.Tasks {
+		if nt := newTG.LookupTask(ot.Name); nt != nil && !constraintsEqual(ot.Constraints, nt.Constraints) {
 			return true
 		}
 	}
@@ -105,8 +160,7 @@ func taskChanged(a, b *structs.Task) bool {
 		!resourcesEqual(a.Resources, b.Resources) ||
 		!lifecycleEqual(a.Lifecycle, b.Lifecycle) ||
 		logsDisabled(a.LogConfig) != logsDisabled(b.LogConfig) ||
-		rendersTemplates(a.RestartPolicy) != rendersTemplates(b.RestartPolicy) ||
-		!constraintsEqual(a.Constraints, b.Constraints)
+		rendersTemplates(a.RestartPolicy) != rendersTemplates(b.RestartPolicy)
 }
 
 // configEqual compares driver configs (JSON values); nil and empty are

@@ -149,3 +149,44 @@ func TestUpdateType(t *testing.T) {
 		})
 	}
 }
+
+func TestUpdateTypeOnNodesKeepsAllocsWhoseNodeStillFits(t *testing.T) {
+	node := &structs.Node{ID: "n1", Datacenter: "dc1", NodePool: "default", Attributes: map[string]string{"kernel.name": "linux"},
+		Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}}}
+	mk := func(version uint64, constraint string) *structs.Job {
+		return &structs.Job{ID: "j", Version: version, NodePool: "default",
+			Constraints: []*structs.Constraint{{LTarget: "${attr.kernel.name}", Operand: "=", RTarget: constraint}},
+			TaskGroups:  []*structs.TaskGroup{{Name: "g", Count: 1, Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec"}}}}}
+	}
+	old := mk(0, "linux")
+	alloc := &structs.Allocation{ID: "a", NodeID: "n1", TaskGroup: "g", Job: old, JobVersion: 0,
+		DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusRunning}
+	fn := UpdateTypeOnNodes(map[string]*structs.Node{"n1": node})
+
+	stillFits := mk(1, "linux")
+	stillFits.Constraints = append(stillFits.Constraints, &structs.Constraint{LTarget: "${node.datacenter}", Operand: "=", RTarget: "dc1"})
+	if kind, updated := fn(alloc, stillFits, stillFits.TaskGroups[0]); kind != reconcile.UpdateInPlace || updated.JobVersion != 1 {
+		t.Fatalf("constraint the node still meets: %s", kind)
+	}
+	if kind, _ := UpdateType(alloc, stillFits, stillFits.TaskGroups[0]); kind != reconcile.UpdateDestructive {
+		t.Fatalf("without nodes a constraint change replaces: %s", kind)
+	}
+	noLonger := mk(1, "windows")
+	if kind, _ := fn(alloc, noLonger, noLonger.TaskGroups[0]); kind != reconcile.UpdateDestructive {
+		t.Fatalf("constraint the node no longer meets: %s", kind)
+	}
+	moved := mk(1, "linux")
+	moved.Datacenters = []string{"dc2"}
+	if kind, _ := fn(alloc, moved, moved.TaskGroups[0]); kind != reconcile.UpdateDestructive {
+		t.Fatalf("datacenter the node is not in: %s", kind)
+	}
+	gone := UpdateTypeOnNodes(map[string]*structs.Node{})
+	if kind, _ := gone(alloc, stillFits, stillFits.TaskGroups[0]); kind != reconcile.UpdateDestructive {
+		t.Fatalf("alloc on an unknown node: %s", kind)
+	}
+	runtime := mk(1, "linux")
+	runtime.TaskGroups[0].Tasks[0].Env = map[string]string{"X": "1"}
+	if kind, _ := fn(alloc, runtime, runtime.TaskGroups[0]); kind != reconcile.UpdateDestructive {
+		t.Fatalf("env change: %s", kind)
+	}
+}

@@ -51,6 +51,10 @@ type Evaluator struct {
 	Reconcile ReconcileFunc
 	// Update decides ignore / in-place / destructive per alloc.
 	Update reconcile.UpdateFunc
+	// UpdateOnNodes, when set, builds the update decision for one
+	// evaluation from the nodes it sees (so that an alloc whose node still
+	// fits a changed constraint is updated in place); it wins over Update.
+	UpdateOnNodes func(nodes map[string]*structs.Node) reconcile.UpdateFunc
 	// RescheduleTracker builds a rescheduled replacement's tracker.
 	RescheduleTracker func(prev *structs.Allocation, now time.Time) *structs.RescheduleTracker
 	// SupportsDisconnectedClients turns on disconnect handling in the
@@ -164,11 +168,15 @@ func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, at
 	if reconcileFn == nil {
 		reconcileFn = reconcile.Reconcile
 	}
+	update := e.Update
+	if e.UpdateOnNodes != nil {
+		update = e.UpdateOnNodes(byID)
+	}
 	result := reconcileFn(reconcile.Input{
 		Job: job, Namespace: ev.Namespace, JobID: ev.JobID, Batch: batch,
 		Allocs: snap.Allocs, Deployment: snap.Deployment, TaintedNodes: taintedNodes(snap.Allocs, byID),
 		SupportsDisconnectedClients: e.SupportsDisconnectedClients,
-		EvalID:                      ev.ID, EvalPriority: ev.Priority, Now: now, Update: e.Update,
+		EvalID:                      ev.ID, EvalPriority: ev.Priority, Now: now, Update: update,
 	})
 	built := placement.BuildPlan(&placement.PlanRequest{
 		Eval: ev, Job: job, Allocs: snap.Allocs, Deployment: snap.Deployment, Result: result,

@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/drover-sched/drover/structs"
 )
@@ -27,6 +28,10 @@ var ErrNotFound = errors.New("not found")
 // enforced index does not match. It is retryable by re-reading state and
 // computing again, never by repeating the same write.
 var ErrConflict = errors.New("conflict")
+
+// ErrWrongNode is returned (wrapped) when a node reports on an allocation
+// placed on another node.
+var ErrWrongNode = errors.New("allocation belongs to another node")
 
 // ErrRetryable marks transient failures of a backend (throttling, a
 // transaction conflict with another in-flight write) where repeating the
@@ -208,6 +213,17 @@ type Store interface {
 	LatestDeployment(ctx context.Context, namespace, jobID string) (*structs.Deployment, error)
 	// DeploymentsByJob lists a job's deployments, newest first.
 	DeploymentsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Deployment, error)
+	// Deployments lists deployments whose ID starts with prefix, in
+	// namespace ("" or "*" for all), newest first.
+	Deployments(ctx context.Context, namespace, prefix string) ([]*structs.Deployment, error)
+	// UpdateDeploymentStatus sets a deployment's status and writes evals
+	// with it, atomically. A deployment that becomes successful marks its
+	// job version stable. ErrNotFound for an unknown deployment.
+	UpdateDeploymentStatus(ctx context.Context, u *structs.DeploymentStatusUpdate, evals ...*structs.Evaluation) (uint64, error)
+	// PromoteDeployment marks the canaries of the named groups (every group
+	// with canaries when groups is empty) promoted and writes evals with
+	// it. ErrNotFound for an unknown deployment.
+	PromoteDeployment(ctx context.Context, deploymentID string, groups []string, evals ...*structs.Evaluation) (uint64, error)
 
 	// UpsertNode registers a node or updates its fingerprint. Status
 	// becomes ready; scheduling eligibility and drain set by an operator
@@ -222,6 +238,23 @@ type Store interface {
 	// NodeAssignmentIndex returns the index that moves whenever the
 	// control plane changes an allocation of the node.
 	NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64, error)
+	// UpdateNodeDrain starts (strategy set) or ends (nil) a node's drain.
+	// Starting makes the node ineligible; ending keeps it ineligible
+	// unless markEligible. Evals are written with it.
+	UpdateNodeDrain(ctx context.Context, nodeID string, strategy *structs.DrainStrategy, markEligible bool, evals ...*structs.Evaluation) (*structs.Node, error)
+	// UpdateNodeEligibility sets a node's scheduling eligibility.
+	UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.Node, error)
+	// UpdateAllocDesiredTransitions sets allocations' desired transitions
+	// (by alloc ID: migrate off a draining node, reschedule) and writes
+	// evals with them, atomically. Unknown allocs are skipped.
+	UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error)
+
+	// GarbageCollect removes what is finished and older than olderThan:
+	// dead jobs that are stopped or batch (with their versions, allocs,
+	// evals and deployments), terminal allocs that are stopped or
+	// replaced, terminal evals no remaining alloc points to, terminal
+	// deployments other than a job's latest, down nodes without allocs.
+	GarbageCollect(ctx context.Context, olderThan time.Time) (*GCResult, error)
 
 	// Index returns the index of the last write to a table (Table*
 	// constants); 0 if never written.
@@ -229,6 +262,11 @@ type Store interface {
 
 	// Close releases the backend.
 	Close() error
+}
+
+// GCResult counts what a garbage collection removed.
+type GCResult struct {
+	Jobs, Allocs, Evals, Deployments, Nodes int
 }
 
 // Watcher is offered by backends that can signal writes, so that blocking

@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,26 +20,52 @@ import (
 func runAgent(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	dev := fs.Bool("dev", false, "run the all-in-one dev agent: API, evaluator and a node with raw_exec, state in -data-dir")
-	dataDir := fs.String("data-dir", "", "directory for state (default in -dev: a new temporary directory, removed at exit)")
-	httpAddr := fs.String("http-addr", agent.DefaultHTTPAddr, "HOST:PORT the HTTP API listens on")
-	nodeName := fs.String("node-name", "", "name of the dev node (default: the hostname)")
-	workers := fs.Int("workers", 2, "number of evaluation workers")
+	dev := fs.Bool("dev", false, "run all in one: server and a node with raw_exec; tasks stop with the agent")
+	server := fs.Bool("server", false, "run a server: HTTP API, evaluator, timers (no node)")
+	client := fs.Bool("client", false, "run a node agent talking to -servers")
+	servers := fs.String("servers", "", "comma-separated HTTP addresses (host:port) of the servers a client talks to")
+	dataDir := fs.String("data-dir", "", "directory for state (required for -server and -client; default in -dev: a new temporary directory, removed at exit)")
+	httpAddr := fs.String("http-addr", agent.DefaultHTTPAddr, "HOST:PORT the HTTP API listens on (servers)")
+	nodeName := fs.String("node-name", "", "name of this agent's node (default: the hostname)")
+	nodePool := fs.String("node-pool", "", "node pool of this agent's node (default \"default\")")
+	nodeClass := fs.String("node-class", "", "class of this agent's node")
+	datacenter := fs.String("dc", "", "datacenter of this agent's node (default \"dc1\")")
+	rawExec := fs.Bool("enable-raw-exec", false, "enable the raw_exec driver on a client (always on in -dev)")
+	heartbeatTTL := fs.Duration("heartbeat-ttl", 0, "heartbeat TTL servers hand to nodes (default 10s); a node silent for TTL+grace is down")
+	workers := fs.Int("workers", 2, "number of evaluation workers (servers)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "write logs as JSON")
 	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: drover agent -dev [-data-dir DIR] [-http-addr HOST:PORT]")
+		fmt.Fprintln(stderr, "Usage: drover agent -dev [-data-dir DIR] [-http-addr HOST:PORT]\n"+
+			"       drover agent -server -data-dir DIR [-http-addr HOST:PORT]\n"+
+			"       drover agent -client -servers HOST:PORT -data-dir DIR [-node-name NAME] [-enable-raw-exec]")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
-	if !*dev {
-		fmt.Fprintln(stderr, "drover agent: only -dev (all in one) is available in this version; run `drover agent -dev`")
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "drover agent: unexpected arguments %q\n", fs.Args())
 		return 1
 	}
-	if *workers < 1 {
+	switch {
+	case !*dev && !*server && !*client:
+		fmt.Fprintln(stderr, "drover agent: choose a role: -dev, -server or -client")
+		return 1
+	case *dev && (*server || *client):
+		fmt.Fprintln(stderr, "drover agent: -dev already runs server and client; drop -server/-client")
+		return 1
+	case *client && !*server && strings.TrimSpace(*servers) == "":
+		fmt.Fprintln(stderr, "drover agent: -client needs -servers HOST:PORT")
+		return 1
+	case !*dev && *dataDir == "":
+		fmt.Fprintln(stderr, "drover agent: -data-dir is required outside -dev")
+		return 1
+	case *workers < 1:
 		fmt.Fprintln(stderr, "drover agent: -workers must be at least 1")
+		return 1
+	case *heartbeatTTL < 0:
+		fmt.Fprintln(stderr, "drover agent: -heartbeat-ttl must not be negative")
 		return 1
 	}
 	log, err := newLogger(*logLevel, *logJSON, stderr)
@@ -57,19 +84,39 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		}
 		defer os.RemoveAll(dir)
 	}
-	a, err := agent.New(agent.Config{DataDir: dir, HTTPAddr: *httpAddr, Dev: true, Workers: *workers,
-		NodeName: *nodeName, Logger: log})
+	var serverList []string
+	for _, s := range strings.Split(*servers, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			serverList = append(serverList, s)
+		}
+	}
+	a, err := agent.New(agent.Config{DataDir: dir, HTTPAddr: *httpAddr, Dev: *dev, Server: *server, Client: *client,
+		Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
+		Datacenter: *datacenter, EnableRawExec: *rawExec, HeartbeatTTL: *heartbeatTTL, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover agent: %v\n", err)
 		return 1
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
+	mode := "dev (server + client, raw_exec enabled)"
+	switch {
+	case *server && *client:
+		mode = "server + client"
+	case *server:
+		mode = "server"
+	case *client:
+		mode = "client of " + strings.Join(serverList, ",")
+	}
 	fmt.Fprintf(stdout, "==> drover agent configuration:\n\n")
-	fmt.Fprintf(stdout, "       Mode: dev (server + client, raw_exec enabled)\n")
-	fmt.Fprintf(stdout, "   HTTP API: http://%s\n", *httpAddr)
+	fmt.Fprintf(stdout, "       Mode: %s\n", mode)
+	if *dev || *server {
+		fmt.Fprintf(stdout, "   HTTP API: http://%s\n", *httpAddr)
+	}
 	fmt.Fprintf(stdout, "   Data dir: %s\n", dir)
-	fmt.Fprintf(stdout, "    Node ID: %s\n", a.NodeID())
+	if id := a.NodeID(); id != "" {
+		fmt.Fprintf(stdout, "    Node ID: %s\n", id)
+	}
 	fmt.Fprintf(stdout, "    Version: %s\n\n", agent.Version)
 	fmt.Fprintf(stdout, "==> drover agent started! Log data will stream in below:\n\n")
 	if err := a.Run(ctx); err != nil {

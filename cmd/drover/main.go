@@ -22,14 +22,24 @@ type command struct {
 
 func commands() map[string]command {
 	return map[string]command{
-		"agent":        {synopsis: "Runs a drover agent (-dev: all in one)", run: runAgent},
-		"job run":      {synopsis: "Submits a job (Nomad JSON) and follows its evaluation", run: runJobRun},
-		"job status":   {synopsis: "Lists jobs, or shows one job", run: runJobStatus},
-		"job stop":     {synopsis: "Stops (or purges) a job", run: runJobStop},
-		"alloc status": {synopsis: "Shows an allocation", run: runAllocStatus},
-		"eval status":  {synopsis: "Shows an evaluation", run: runEvalStatus},
-		"node status":  {synopsis: "Lists nodes, or shows one node", run: runNodeStatus},
-		"version":      {synopsis: "Prints drover's version", run: runVersion},
+		"agent":              {synopsis: "Runs a drover agent (-dev: all in one)", run: runAgent},
+		"job run":            {synopsis: "Submits a job (Nomad JSON) and follows its evaluation", run: runJobRun},
+		"job status":         {synopsis: "Lists jobs, or shows one job", run: runJobStatus},
+		"job stop":           {synopsis: "Stops (or purges) a job", run: runJobStop},
+		"alloc status":       {synopsis: "Shows an allocation", run: runAllocStatus},
+		"eval status":        {synopsis: "Shows an evaluation", run: runEvalStatus},
+		"node status":        {synopsis: "Lists nodes, or shows one node", run: runNodeStatus},
+		"version":            {synopsis: "Prints drover's version", run: runVersion},
+		"job history":        {synopsis: "Lists a job's versions", run: runJobHistory},
+		"job revert":         {synopsis: "Registers an earlier version of a job again", run: runJobRevert},
+		"deployment status":  {synopsis: "Lists deployments, or shows one", run: runDeploymentStatus},
+		"deployment promote": {synopsis: "Promotes a deployment's canaries", run: runDeploymentPromote},
+		"deployment fail":    {synopsis: "Marks a deployment failed (rolls back with auto_revert)", run: runDeploymentFail},
+		"deployment pause":   {synopsis: "Pauses a deployment", run: runDeploymentPause},
+		"deployment resume":  {synopsis: "Resumes a paused deployment", run: runDeploymentResume},
+		"node drain":         {synopsis: "Drains a node (-enable) or stops draining (-disable)", run: runNodeDrain},
+		"node eligibility":   {synopsis: "Marks a node eligible or ineligible for placements", run: runNodeEligibility},
+		"system gc":          {synopsis: "Garbage-collects finished jobs, allocations and evaluations now", run: runSystemGC},
 		nodeagent.SupervisorSubcommand: {hidden: true, run: func(args []string, _, _ io.Writer) int {
 			return nodeagent.SupervisorMain(args)
 		}},
@@ -71,6 +81,6 @@ func usage(w io.Writer, cmds map[string]command, args []string) {
 	}
 	sort.Strings(names)
 	for _, n := range names {
-		fmt.Fprintf(w, "    %-14s %s\n", n, cmds[n].synopsis)
+		fmt.Fprintf(w, "    %-20s %s\n", n, cmds[n].synopsis)
 	}
 }

@@ -168,7 +168,7 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 				continue // garbage collected meanwhile
 			}
 			if a.NodeID != nodeID {
-				return fmt.Errorf("alloc %s belongs to node %s, not %s", u.ID, a.NodeID, nodeID)
+				return fmt.Errorf("alloc %s is on node %s, not %s: %w", u.ID, a.NodeID, nodeID, storage.ErrWrongNode)
 			}
 			change := &storage.ClientAllocChange{PrevClientStatus: a.ClientStatus, PrevDeploymentInfo: a.DeploymentStatus}
 			if !storage.ApplyClientUpdate(a, u) {
@@ -225,4 +225,34 @@ func nodeUsage(tx *bolt.Tx, nodeID string) (structs.ComparableResources, int, er
 		return nil
 	})
 	return used, n, err
+}
+
+// UpdateAllocDesiredTransitions implements storage.Store.
+func (s *Store) UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error) {
+	return s.write(ctx, func(w *wtx) error {
+		now := time.Now().UnixNano()
+		for id, tr := range transitions {
+			a, err := getAlloc(w.tx, id)
+			if err != nil {
+				return err
+			}
+			if a == nil || tr == nil {
+				continue
+			}
+			a.DesiredTransition = *tr
+			a.ModifyIndex = w.index
+			a.ModifyTime = now
+			w.touch(storage.TableAllocs)
+			w.touchJob(a.Namespace, a.JobID)
+			if err := putAlloc(w.tx, a); err != nil {
+				return err
+			}
+		}
+		for _, e := range evals {
+			if err := w.upsertEval(e.Copy()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
 }

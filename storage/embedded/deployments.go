@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"sort"
+	"strings"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -70,6 +71,9 @@ func (w *wtx) countDeploymentAlloc(a *structs.Allocation, placed bool, prev *str
 	changed := false
 	if placed {
 		g.PlacedAllocs++
+		if g.RequireProgressBy.IsZero() && g.ProgressDeadline > 0 {
+			g.RequireProgressBy = time.Now().UTC().Add(g.ProgressDeadline)
+		}
 		changed = true
 	}
 	if !prev.HasHealth() && a.DeploymentStatus.HasHealth() {
@@ -96,10 +100,15 @@ func (w *wtx) updateDeploymentStatus(u *structs.DeploymentStatusUpdate) error {
 		return err
 	}
 	if d == nil {
-		return storage.Conflictf("status update of deployment %s: deployment does not exist", u.DeploymentID)
+		return storage.NotFoundf("deployment %q", u.DeploymentID)
 	}
 	d.Status = u.Status
 	d.StatusDescription = u.StatusDescription
+	if u.Status == structs.DeploymentStatusSuccessful {
+		if err := w.markJobVersionStable(d.Namespace, d.JobID, d.JobVersion); err != nil {
+			return err
+		}
+	}
 	return w.upsertDeployment(d)
 }
 
@@ -158,4 +167,105 @@ func (s *Store) DeploymentsByJob(ctx context.Context, ns, jobID string) ([]*stru
 		return out[i].ID > out[j].ID
 	})
 	return out, err
+}
+
+// Deployments implements storage.Store.
+func (s *Store) Deployments(ctx context.Context, ns, prefix string) ([]*structs.Deployment, error) {
+	var out []*structs.Deployment
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		c := tx.Bucket(bDeployments).Cursor()
+		p := []byte(prefix)
+		for k, v := c.Seek(p); k != nil && strings.HasPrefix(string(k), prefix); k, v = c.Next() {
+			d, err := decodeInto[structs.Deployment](v)
+			if err != nil {
+				return err
+			}
+			if ns != "" && ns != "*" && d.Namespace != ns {
+				continue
+			}
+			out = append(out, d)
+		}
+		return nil
+	})
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreateIndex != out[j].CreateIndex {
+			return out[i].CreateIndex > out[j].CreateIndex
+		}
+		return out[i].ID > out[j].ID
+	})
+	return out, err
+}
+
+// UpdateDeploymentStatus implements storage.Store.
+func (s *Store) UpdateDeploymentStatus(ctx context.Context, u *structs.DeploymentStatusUpdate, evals ...*structs.Evaluation) (uint64, error) {
+	return s.write(ctx, func(w *wtx) error {
+		if err := w.updateDeploymentStatus(u); err != nil {
+			return err
+		}
+		for _, e := range evals {
+			if err := w.upsertEval(e.Copy()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// PromoteDeployment implements storage.Store.
+func (s *Store) PromoteDeployment(ctx context.Context, id string, groups []string, evals ...*structs.Evaluation) (uint64, error) {
+	return s.write(ctx, func(w *wtx) error {
+		d, err := getJSON[structs.Deployment](w.tx.Bucket(bDeployments), []byte(id))
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			return storage.NotFoundf("deployment %q", id)
+		}
+		want := map[string]bool{}
+		for _, g := range groups {
+			want[g] = true
+		}
+		for name, g := range d.TaskGroups {
+			if g.DesiredCanaries > 0 && (len(groups) == 0 || want[name]) {
+				g.Promoted = true
+			}
+		}
+		if d.Status == structs.DeploymentStatusRunning {
+			d.StatusDescription = structs.DeploymentStatusDescriptionRunning
+		}
+		if err := w.upsertDeployment(d); err != nil {
+			return err
+		}
+		for _, e := range evals {
+			if err := w.upsertEval(e.Copy()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// markJobVersionStable records that a version of a job deployed
+// successfully (the current job's head too, when it is that version).
+func (w *wtx) markJobVersionStable(ns, jobID string, version uint64) error {
+	vb := w.tx.Bucket(bJobVersions)
+	v, err := getJSON[structs.Job](vb, versionKey(ns, jobID, version))
+	if err != nil || v == nil {
+		return err
+	}
+	if !v.Stable {
+		v.Stable = true
+		if err := putJSON(vb, versionKey(ns, jobID, version), v); err != nil {
+			return err
+		}
+	}
+	jb := w.tx.Bucket(bJobs)
+	head, err := getJSON[structs.Job](jb, key(ns, jobID))
+	if err != nil || head == nil || head.Version != version || head.Stable {
+		return err
+	}
+	head.Stable = true
+	head.ModifyIndex = w.index
+	w.touch(storage.TableJobs)
+	return putJSON(jb, key(ns, jobID), head)
 }

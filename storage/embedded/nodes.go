@@ -116,3 +116,67 @@ func (s *Store) NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64,
 	})
 	return idx, err
 }
+
+// UpdateNodeDrain implements storage.Store.
+func (s *Store) UpdateNodeDrain(ctx context.Context, nodeID string, strategy *structs.DrainStrategy, markEligible bool, evals ...*structs.Evaluation) (*structs.Node, error) {
+	var out *structs.Node
+	_, err := s.write(ctx, func(w *wtx) error {
+		b := w.tx.Bucket(bNodes)
+		n, err := getJSON[structs.Node](b, []byte(nodeID))
+		if err != nil {
+			return err
+		}
+		if n == nil {
+			return storage.NotFoundf("node %q", nodeID)
+		}
+		if strategy != nil {
+			d := *strategy
+			n.Drain = true
+			n.DrainStrategy = &d
+			n.SchedulingEligibility = structs.NodeSchedulingIneligible
+		} else {
+			n.Drain = false
+			n.DrainStrategy = nil
+			if markEligible {
+				n.SchedulingEligibility = structs.NodeSchedulingEligible
+			}
+		}
+		n.ModifyIndex = w.index
+		w.touch(storage.TableNodes)
+		out = n
+		if err := putJSON(b, []byte(n.ID), n); err != nil {
+			return err
+		}
+		for _, e := range evals {
+			if err := w.upsertEval(e.Copy()); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// UpdateNodeEligibility implements storage.Store.
+func (s *Store) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.Node, error) {
+	var out *structs.Node
+	_, err := s.write(ctx, func(w *wtx) error {
+		b := w.tx.Bucket(bNodes)
+		n, err := getJSON[structs.Node](b, []byte(nodeID))
+		if err != nil {
+			return err
+		}
+		if n == nil {
+			return storage.NotFoundf("node %q", nodeID)
+		}
+		out = n
+		if n.SchedulingEligibility == eligibility {
+			return nil
+		}
+		n.SchedulingEligibility = eligibility
+		n.ModifyIndex = w.index
+		w.touch(storage.TableNodes)
+		return putJSON(b, []byte(n.ID), n)
+	})
+	return out, err
+}

@@ -3,6 +3,7 @@ package embedded
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"sort"
 	"time"
@@ -107,6 +108,9 @@ func (w *wtx) commitPlan(plan *structs.Plan) error {
 	}
 	for _, u := range plan.DeploymentUpdates {
 		if err := w.updateDeploymentStatus(u); err != nil {
+			if errors.Is(err, storage.ErrNotFound) {
+				return storage.Conflictf("status update of deployment %s: deployment does not exist", u.DeploymentID)
+			}
 			return err
 		}
 	}

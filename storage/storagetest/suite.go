@@ -39,6 +39,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"CommitPlanStopsUpdatesDeploymentsEvals", testCommitPlanStopsAndUpdates},
 		{"ConcurrentPlansNeverOverCommit", testConcurrentPlans},
 		{"DeploymentCounters", testDeploymentCounters},
+		{"DeploymentStatusPromotionStability", testDeploymentLifecycle},
+		{"NodeDrainAndEligibility", testNodeDrain},
+		{"AllocDesiredTransitions", testDesiredTransitions},
+		{"GarbageCollect", testGarbageCollect},
 		{"UpdateAllocsFromClient", testClientUpdates},
 		{"JobStatus", testJobStatus},
 		{"EvalsListing", testEvals},
@@ -575,8 +579,8 @@ func testClientUpdates(t *testing.T, s storage.Store) {
 	if after := must(s.NodeAssignmentIndex(ctx, "n1")); after != assign {
 		t.Fatal("client reports must not move the node's assignment index (the agent would chase its own writes)")
 	}
-	if _, err := s.UpdateAllocsFromClient(ctx, "n2", []*structs.Allocation{{ID: a0.ID, ClientStatus: structs.AllocClientStatusFailed}}); err == nil {
-		t.Fatal("a node may not report another node's alloc")
+	if _, err := s.UpdateAllocsFromClient(ctx, "n2", []*structs.Allocation{{ID: a0.ID, ClientStatus: structs.AllocClientStatusFailed}}); !errors.Is(err, storage.ErrWrongNode) {
+		t.Fatalf("a node may not report another node's alloc: %v", err)
 	}
 	if got := must(s.Alloc(ctx, a0.ID)); got.ClientStatus != structs.AllocClientStatusRunning {
 		t.Fatal("a refused report must change nothing")
@@ -702,5 +706,193 @@ func testDeploymentCounters(t *testing.T, s storage.Store) {
 	g = d.TaskGroups["web"]
 	if d.Status != structs.DeploymentStatusPaused || g.PlacedAllocs != 2 || g.HealthyAllocs != 1 || g.UnhealthyAllocs != 1 {
 		t.Fatalf("after a plan rewrote the deployment: %s %+v", d.Status, g)
+	}
+}
+
+func testDeploymentLifecycle(t *testing.T, s storage.Store) {
+	addNode(t, s, testNode("n1", 4000, 4096))
+	job := register(t, s, testJob("web")).Job
+	dep := &structs.Deployment{ID: "dep-1", Namespace: "default", JobID: "web", JobVersion: job.Version,
+		Status: structs.DeploymentStatusRunning, StatusDescription: structs.DeploymentStatusDescriptionRunningNeedsPromotion,
+		TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 1, DesiredCanaries: 1}}}
+	p := planFor(job, "eval-1")
+	p.Deployment = dep
+	must(s.CommitPlan(ctx, p))
+	other := testJob("api")
+	register(t, s, other)
+
+	if _, err := s.PromoteDeployment(ctx, "nope", nil); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("promote unknown deployment: %v", err)
+	}
+	ev := testEval(job, structs.EvalTriggerDeploymentWatcher)
+	must(s.PromoteDeployment(ctx, "dep-1", nil, ev))
+	if d := must(s.Deployment(ctx, "dep-1")); !d.TaskGroups["web"].Promoted {
+		t.Fatalf("not promoted: %+v", d.TaskGroups["web"])
+	}
+	if _, err := s.Eval(ctx, ev.ID); err != nil {
+		t.Fatalf("promotion eval not written: %v", err)
+	}
+	if _, err := s.UpdateDeploymentStatus(ctx, &structs.DeploymentStatusUpdate{DeploymentID: "nope", Status: "failed"}); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("status of unknown deployment: %v", err)
+	}
+	must(s.UpdateDeploymentStatus(ctx, &structs.DeploymentStatusUpdate{DeploymentID: "dep-1",
+		Status: structs.DeploymentStatusSuccessful, StatusDescription: structs.DeploymentStatusDescriptionSuccessful}))
+	if d := must(s.Deployment(ctx, "dep-1")); d.Status != structs.DeploymentStatusSuccessful {
+		t.Fatalf("status %s", d.Status)
+	}
+	if j := must(s.Job(ctx, "default", "web")); !j.Stable {
+		t.Fatal("a successful deployment must mark its job version stable")
+	}
+	if v := must(s.JobVersion(ctx, "default", "web", job.Version)); !v.Stable {
+		t.Fatal("the version record must be stable too")
+	}
+	if j := must(s.Job(ctx, "default", "api")); j.Stable {
+		t.Fatal("another job became stable")
+	}
+	all := must(s.Deployments(ctx, "*", ""))
+	if len(all) != 1 || all[0].ID != "dep-1" {
+		t.Fatalf("deployments: %v", all)
+	}
+	if got := must(s.Deployments(ctx, "default", "dep")); len(got) != 1 {
+		t.Fatalf("deployments by prefix: %d", len(got))
+	}
+	if got := must(s.Deployments(ctx, "other", "")); len(got) != 0 {
+		t.Fatalf("deployments of another namespace: %d", len(got))
+	}
+}
+
+func testNodeDrain(t *testing.T, s storage.Store) {
+	addNode(t, s, testNode("n1", 4000, 4096))
+	job := register(t, s, testJob("web")).Job
+	ev := testEval(job, structs.EvalTriggerNodeDrain)
+	n := must(s.UpdateNodeDrain(ctx, "n1", &structs.DrainStrategy{Deadline: time.Hour}, false, ev))
+	if !n.Drain || n.DrainStrategy == nil || n.DrainStrategy.Deadline != time.Hour || n.SchedulingEligibility != structs.NodeSchedulingIneligible {
+		t.Fatalf("draining node: %+v", n)
+	}
+	if _, err := s.Eval(ctx, ev.ID); err != nil {
+		t.Fatal("drain eval not written")
+	}
+	// A drain survives a re-registration of the node.
+	if got := addNode(t, s, testNode("n1", 4000, 4096)); !got.Drain || got.SchedulingEligibility != structs.NodeSchedulingIneligible {
+		t.Fatalf("re-registration lost the drain: %+v", got)
+	}
+	if _, err := s.CommitPlan(ctx, planFor(job, "eval-1", placement(job, "eval-1", 0, "n1"))); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("placement on a draining node: %v", err)
+	}
+	n = must(s.UpdateNodeDrain(ctx, "n1", nil, false))
+	if n.Drain || n.DrainStrategy != nil || n.SchedulingEligibility != structs.NodeSchedulingIneligible {
+		t.Fatalf("drain done without mark-eligible: %+v", n)
+	}
+	n = must(s.UpdateNodeEligibility(ctx, "n1", structs.NodeSchedulingEligible))
+	if n.SchedulingEligibility != structs.NodeSchedulingEligible {
+		t.Fatalf("eligibility: %s", n.SchedulingEligibility)
+	}
+	must(s.UpdateNodeDrain(ctx, "n1", &structs.DrainStrategy{}, false))
+	if n := must(s.UpdateNodeDrain(ctx, "n1", nil, true)); n.SchedulingEligibility != structs.NodeSchedulingEligible {
+		t.Fatal("mark-eligible when ending a drain")
+	}
+	if _, err := s.UpdateNodeDrain(ctx, "nope", nil, false); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("drain of unknown node: %v", err)
+	}
+	if _, err := s.UpdateNodeEligibility(ctx, "nope", structs.NodeSchedulingEligible); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("eligibility of unknown node: %v", err)
+	}
+}
+
+func testDesiredTransitions(t *testing.T, s storage.Store) {
+	addNode(t, s, testNode("n1", 4000, 4096))
+	job := register(t, s, testJob("web")).Job
+	a0 := placement(job, "eval-1", 0, "n1")
+	must(s.CommitPlan(ctx, planFor(job, "eval-1", a0)))
+	yes := true
+	ev := testEval(job, structs.EvalTriggerNodeDrain)
+	must(s.UpdateAllocDesiredTransitions(ctx, map[string]*structs.DesiredTransition{a0.ID: {Migrate: &yes}, "gone": {Migrate: &yes}}, ev))
+	if got := must(s.Alloc(ctx, a0.ID)); !got.DesiredTransition.ShouldMigrate() {
+		t.Fatalf("transition not set: %+v", got.DesiredTransition)
+	}
+	if _, err := s.Eval(ctx, ev.ID); err != nil {
+		t.Fatal("transition eval not written")
+	}
+}
+
+func testGarbageCollect(t *testing.T, s storage.Store) {
+	addNode(t, s, testNode("n1", 4000, 4096))
+	// A stopped job whose alloc finished: collected with all of it.
+	reg := register(t, s, testJob("stopped"))
+	stopped := reg.Job
+	sa := placement(stopped, "eval-s", 0, "n1")
+	done := reg.Eval.Copy()
+	done.Status = structs.EvalStatusComplete
+	ps := planFor(stopped, "eval-s", sa)
+	ps.Evals = []*structs.Evaluation{done}
+	must(s.CommitPlan(ctx, ps))
+	// A running service job with one replaced alloc and one live alloc.
+	live := register(t, s, testJob("live")).Job
+	old, cur := placement(live, "eval-l", 0, "n1"), placement(live, "eval-l", 1, "n1")
+	must(s.CommitPlan(ctx, planFor(live, "eval-l", old, cur)))
+	// A failed alloc still wanted (may be rescheduled) must stay.
+	failed := placement(live, "eval-l2", 2, "n1")
+	must(s.CommitPlan(ctx, planFor(live, "eval-l2", failed)))
+	must(s.UpdateAllocsFromClient(ctx, "n1", []*structs.Allocation{{ID: failed.ID, ClientStatus: structs.AllocClientStatusFailed}}))
+	pStop := planFor(live, "eval-l3")
+	pStop.Stops = []*structs.AllocStop{{AllocID: old.ID, NodeID: "n1", DesiredStatus: structs.AllocDesiredStatusStop}}
+	must(s.CommitPlan(ctx, pStop))
+	must(s.UpdateAllocsFromClient(ctx, "n1", []*structs.Allocation{
+		{ID: old.ID, ClientStatus: structs.AllocClientStatusComplete},
+		{ID: sa.ID, ClientStatus: structs.AllocClientStatusComplete},
+		{ID: cur.ID, ClientStatus: structs.AllocClientStatusRunning},
+	}))
+	must(s.DeregisterJob(ctx, &storage.DeregisterJobRequest{Namespace: "default", JobID: "stopped", Eval: func() *structs.Evaluation {
+		e := testEval(stopped, structs.EvalTriggerJobDeregister)
+		e.Status = structs.EvalStatusComplete
+		return e
+	}()}))
+	before := must(s.NodeAssignmentIndex(ctx, "n1"))
+
+	// Nothing is old enough yet.
+	res := must(s.GarbageCollect(ctx, time.Now().Add(-time.Hour)))
+	if *res != (storage.GCResult{}) {
+		t.Fatalf("collected recent objects: %+v", res)
+	}
+	res = must(s.GarbageCollect(ctx, time.Now().Add(time.Second)))
+	if res.Jobs != 1 {
+		t.Fatalf("collected %+v: the stopped job must go", res)
+	}
+	if _, err := s.Job(ctx, "default", "stopped"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal("stopped job still there")
+	}
+	if _, err := s.Alloc(ctx, sa.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal("stopped job's alloc still there")
+	}
+	if _, err := s.Eval(ctx, done.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal("stopped job's eval still there")
+	}
+	if _, err := s.Alloc(ctx, old.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal("a stopped, finished alloc of a live job must be collected")
+	}
+	for _, keep := range []string{cur.ID, failed.ID} {
+		if _, err := s.Alloc(ctx, keep); err != nil {
+			t.Fatalf("alloc %s collected: %v", keep, err)
+		}
+	}
+	if _, err := s.Job(ctx, "default", "live"); err != nil {
+		t.Fatal("a running job was collected")
+	}
+	if after := must(s.NodeAssignmentIndex(ctx, "n1")); after <= before {
+		t.Fatal("collecting a node's allocs must move its assignment index, so its agent cleans up")
+	}
+	// A down node without allocs goes; one with allocs stays.
+	addNode(t, s, testNode("n2", 4000, 4096))
+	must(s.UpdateNodeStatus(ctx, "n2", structs.NodeStatusDown, time.Now().Add(-2*time.Hour).Unix()))
+	must(s.UpdateNodeStatus(ctx, "n1", structs.NodeStatusDown, time.Now().Add(-2*time.Hour).Unix()))
+	res = must(s.GarbageCollect(ctx, time.Now().Add(-time.Hour)))
+	if res.Nodes != 1 {
+		t.Fatalf("nodes collected: %d", res.Nodes)
+	}
+	if _, err := s.Node(ctx, "n2"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatal("down node without allocs not collected")
+	}
+	if _, err := s.Node(ctx, "n1"); err != nil {
+		t.Fatal("down node with allocs collected")
 	}
 }

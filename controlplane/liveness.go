@@ -1,0 +1,119 @@
+package controlplane
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// CheckHeartbeats marks every ready node whose last heartbeat is older
+// than the heartbeat TTL plus grace as missed (see NodeMissedHeartbeat).
+// A node never heard from since this server started gets a full TTL from
+// the first check, as Nomad resets heartbeat timers on a new leader. It
+// returns how many nodes it marked.
+func (s *Service) CheckHeartbeats(ctx context.Context, grace time.Duration) (int, error) {
+	nodes, err := s.store.Nodes(ctx, "")
+	if err != nil {
+		return 0, fmt.Errorf("list nodes: %w", err)
+	}
+	now := s.now()
+	marked := 0
+	for _, n := range nodes {
+		if n.Status != structs.NodeStatusReady && n.Status != structs.NodeStatusInit {
+			continue
+		}
+		s.mu.Lock()
+		last, ok := s.heartbeats[n.ID]
+		if !ok {
+			s.heartbeats[n.ID] = now
+		}
+		s.mu.Unlock()
+		if !ok || now.Sub(last) <= s.heartbeatTTL+grace {
+			continue
+		}
+		if err := s.NodeMissedHeartbeat(ctx, n.ID); err != nil {
+			return marked, err
+		}
+		marked++
+	}
+	return marked, nil
+}
+
+// NodeMissedHeartbeat handles a node that stopped heartbeating: it becomes
+// "disconnected" when one of its allocations belongs to a group with
+// max_client_disconnect (those allocs may come back), else "down"; every
+// job with allocations on it gets a node-update evaluation, so the
+// reconciler marks them lost or unknown and replaces them.
+func (s *Service) NodeMissedHeartbeat(ctx context.Context, nodeID string) error {
+	allocs, err := s.store.AllocsByNode(ctx, nodeID)
+	if err != nil {
+		return fmt.Errorf("allocs of node %s: %w", nodeID, err)
+	}
+	status := structs.NodeStatusDown
+	for _, a := range allocs {
+		if a.TerminalStatus() || a.Job == nil {
+			continue
+		}
+		if tg := a.Job.LookupTaskGroup(a.TaskGroup); tg != nil && tg.MaxClientDisconnect != nil {
+			status = structs.NodeStatusDisconnected
+			break
+		}
+	}
+	if _, err := s.store.UpdateNodeStatus(ctx, nodeID, status, s.now().Unix()); err != nil {
+		return fmt.Errorf("mark node %s %s: %w", nodeID, status, err)
+	}
+	s.log.Warn("node missed its heartbeat", zap.String("node_id", nodeID), zap.String("status", status),
+		zap.Int("allocs", len(allocs)))
+	return s.createNodeEvals(ctx, nodeID, structs.EvalTriggerNodeUpdate)
+}
+
+// createNodeEvals creates one evaluation per job with allocations on the
+// node that are still wanted or still running, as Nomad does when a
+// node's status changes.
+func (s *Service) createNodeEvals(ctx context.Context, nodeID, trigger string) error {
+	allocs, err := s.store.AllocsByNode(ctx, nodeID)
+	if err != nil {
+		return fmt.Errorf("allocs of node %s: %w", nodeID, err)
+	}
+	jobs := map[string]*structs.Allocation{}
+	for _, a := range allocs {
+		if a.ClientTerminalStatus() && a.ServerTerminalStatus() {
+			continue
+		}
+		jobs[structs.NamespacedJobID(a.Namespace, a.JobID)] = a
+	}
+	keys := make([]string, 0, len(jobs))
+	for k := range jobs {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var evals []*structs.Evaluation
+	for _, k := range keys {
+		a := jobs[k]
+		job, err := s.store.Job(ctx, a.Namespace, a.JobID)
+		prio, typ := structs.JobDefaultPriority, structs.JobTypeService
+		var jmi uint64
+		if err == nil {
+			prio, typ, jmi = job.Priority, job.Type, job.JobModifyIndex
+		} else if a.Job != nil {
+			prio, typ = a.Job.Priority, a.Job.Type
+		}
+		ev := s.newEval(a.Namespace, a.JobID, typ, prio, trigger)
+		ev.NodeID = nodeID
+		ev.JobModifyIndex = jmi
+		evals = append(evals, ev)
+	}
+	if len(evals) == 0 {
+		return nil
+	}
+	if _, err := s.store.UpsertEvals(ctx, evals...); err != nil {
+		return fmt.Errorf("create node evaluations for %s: %w", nodeID, err)
+	}
+	s.enqueue(ctx, evals...)
+	return nil
+}
