@@ -249,6 +249,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},
 		})
+		if a.node != nil {
+			a.api.HandleClientFS(a.node) // the node's logs, served in-process
+		}
 		srv = &http.Server{Handler: a.api, ReadHeaderTimeout: 10 * time.Second}
 		n, err := a.service.RestorePending(ctx)
 		if err != nil {
