@@ -13,12 +13,14 @@
 //	DROVER_DELIVERY_LIMIT      deliveries before an eval is failed (default 3)
 //	DROVER_PENDING_AFTER       the sweeper re-sends evals pending longer than this (default 2m)
 //	DROVER_LOG_LEVEL           debug, info (default), warn, error
+//	DROVER_BOOTSTRAP_TOKEN_HASH  hex SHA-256 of the bootstrap X-Nomad-Token (authorizer)
 //	AWS_ENDPOINT_URL           a local endpoint (kumo, LocalStack), read by the SDK
 package awshome
 
 import (
 	"context"
 	"fmt"
+	"net/http"
 	"os"
 	"strconv"
 	"time"
@@ -30,8 +32,10 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
+	"github.com/drover-sched/drover/acl"
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/events/schedule"
+	"github.com/drover-sched/drover/httpapi"
 	evsqs "github.com/drover-sched/drover/events/sqs"
 	"github.com/drover-sched/drover/placement"
 	"github.com/drover-sched/drover/reconcile"
@@ -113,3 +117,29 @@ func logger(level string) (*zap.Logger, error) {
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(os.Stderr), lvl)), nil
 }
+
+// Authorizer is the API's X-Nomad-Token authorizer; DROVER_BOOTSTRAP_TOKEN_HASH
+// is the hex SHA-256 of the token given at deploy.
+func (h *Home) Authorizer() *acl.Authorizer {
+	return &acl.Authorizer{Tokens: h.Store, BootstrapHash: os.Getenv("DROVER_BOOTSTRAP_TOKEN_HASH"), Logger: h.Log.Named("acl")}
+}
+
+// MaxWait caps blocking queries below API Gateway's 30 s integration
+// timeout.
+const MaxWait = 25 * time.Second
+
+// API is the HTTP API the api function serves: the same handlers as the
+// dev agent, without a Watcher (blocking queries poll the table indexes).
+func (h *Home) API() http.Handler {
+	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
+		Logger: h.Log.Named("http"),
+		Agent:  httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
+}
+
+// Sweep re-sends evaluations pending longer than PendingAfter.
+func (h *Home) Sweep(ctx context.Context) (int, error) {
+	return scheduler.SweepPending(ctx, h.Store, h.Queue, h.PendingAfter, time.Now(), h.Log.Named("sweeper"))
+}
+
+// Version is the control plane's version on AWS.
+const Version = "0.1.0"
