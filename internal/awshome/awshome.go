@@ -132,7 +132,7 @@ const MaxWait = 25 * time.Second
 // dev agent, without a Watcher (blocking queries poll the table indexes).
 func (h *Home) API() http.Handler {
 	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
-		Logger: h.Log.Named("http"),
+		NodeAgents: h.Service, NodeAuth: IAMNodeAuth, Operator: h.Service, Logger: h.Log.Named("http"),
 		Agent:  httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }
 
