@@ -35,8 +35,8 @@ import (
 	"github.com/drover-sched/drover/acl"
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/events/schedule"
-	"github.com/drover-sched/drover/httpapi"
 	evsqs "github.com/drover-sched/drover/events/sqs"
+	"github.com/drover-sched/drover/httpapi"
 	"github.com/drover-sched/drover/placement"
 	"github.com/drover-sched/drover/reconcile"
 	"github.com/drover-sched/drover/scheduler"
@@ -133,7 +133,7 @@ const MaxWait = 25 * time.Second
 func (h *Home) API() http.Handler {
 	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
 		NodeAgents: h.Service, NodeAuth: IAMNodeAuth, Operator: h.Service, Logger: h.Log.Named("http"),
-		Agent:  httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
+		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }
 
 // Sweep re-sends evaluations pending longer than PendingAfter.
