@@ -78,6 +78,10 @@ type Config struct {
 	// Version is the drover version the node advertises (attributes
 	// drover.version and nomad.version); DefaultVersion when empty.
 	Version string
+	// NodeID, when set, is the node's ID instead of the one kept in the
+	// data dir: the AWS home binds a node to its caller identity
+	// (aws:userid), which its IAM policy and the API check (design §8).
+	NodeID string
 	// GCMaxAllocs is how many allocs the node keeps (running or not)
 	// before it destroys terminal ones, oldest first: Nomad's client
 	// gc_max_allocs (default 50). Running allocs are never collected.
@@ -186,7 +190,11 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 		reported:   map[string]bool{},
 		destroying: map[string]bool{},
 	}
-	a.nodeID, err = loadOrCreateNodeID(filepath.Join(cfg.DataDir, "client", "node-id"))
+	if cfg.NodeID != "" {
+		a.nodeID = cfg.NodeID
+	} else {
+		a.nodeID, err = loadOrCreateNodeID(filepath.Join(cfg.DataDir, "client", "node-id"))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("nodeagent: %w", err)
 	}
