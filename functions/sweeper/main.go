@@ -17,5 +17,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(func(ctx context.Context) (int, error) { return h.Sweep(ctx) })
+	lambda.Start(h.Sweep)
 }

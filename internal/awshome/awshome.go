@@ -40,7 +40,9 @@ import (
 	"github.com/drover-sched/drover/placement"
 	"github.com/drover-sched/drover/reconcile"
 	"github.com/drover-sched/drover/scheduler"
+	"github.com/drover-sched/drover/storage"
 	ddb "github.com/drover-sched/drover/storage/dynamodb"
+	"github.com/drover-sched/drover/structs"
 )
 
 // Home is the AWS home's parts.
@@ -56,6 +58,8 @@ type Home struct {
 	// DeliveryLimit and PendingAfter are from the environment.
 	DeliveryLimit int
 	PendingAfter  time.Duration
+	// GCEvery is how often the sweeper collects garbage (default 15 min).
+	GCEvery time.Duration
 }
 
 // FromEnv builds the home from the environment.
@@ -68,7 +72,7 @@ func FromEnv(ctx context.Context) (*Home, error) {
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
 	}
-	h := &Home{AWS: cfg, Log: log, QueueURL: os.Getenv("DROVER_QUEUE_URL"), DeliveryLimit: evsqs.DefaultDeliveryLimit, PendingAfter: 2 * time.Minute}
+	h := &Home{AWS: cfg, Log: log, QueueURL: os.Getenv("DROVER_QUEUE_URL"), DeliveryLimit: evsqs.DefaultDeliveryLimit, PendingAfter: 2 * time.Minute, GCEvery: 15 * time.Minute}
 	if v := os.Getenv("DROVER_DELIVERY_LIMIT"); v != "" {
 		if h.DeliveryLimit, err = strconv.Atoi(v); err != nil || h.DeliveryLimit < 1 {
 			return nil, fmt.Errorf("DROVER_DELIVERY_LIMIT %q: want a positive number", v)
@@ -136,9 +140,61 @@ func (h *Home) API() http.Handler {
 		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }
 
-// Sweep re-sends evaluations pending longer than PendingAfter.
-func (h *Home) Sweep(ctx context.Context) (int, error) {
-	return scheduler.SweepPending(ctx, h.Store, h.Queue, h.PendingAfter, time.Now(), h.Log.Named("sweeper"))
+// SweepResult is what one sweeper run did.
+type SweepResult struct {
+	Resent    int
+	NodesDown int
+	NodesBack int
+	Collected *storage.GCResult `json:",omitempty"`
+	Errors    []string          `json:",omitempty"`
+}
+
+// Sweep is the AWS home's timers, run every minute by a schedule: evals
+// pending longer than PendingAfter are sent again (no lost evaluation);
+// node liveness from the heartbeat items the agents write (a node silent
+// for twice its TTL is handled as Nomad handles a missed heartbeat, one
+// heard from again is ready again); deployment deadlines and
+// auto-promotion; drains; and, every GCEvery, garbage collection.
+func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
+	now := time.Now()
+	res := &SweepResult{}
+	var errs []error
+	n, err := scheduler.SweepPending(ctx, h.Store, h.Queue, h.PendingAfter, now, h.Log.Named("sweeper"))
+	res.Resent = n
+	errs = append(errs, err)
+	nodes, err := h.Store.Nodes(ctx, "")
+	errs = append(errs, err)
+	for _, node := range nodes {
+		at, ttl, ok, err := h.Store.LastHeartbeat(ctx, node.ID)
+		if err != nil || !ok {
+			errs = append(errs, err)
+			continue
+		}
+		alive := now.Before(at.Add(2 * ttl))
+		switch {
+		case !alive && (node.Status == structs.NodeStatusReady || node.Status == structs.NodeStatusInit):
+			errs = append(errs, h.Service.NodeMissedHeartbeat(ctx, node.ID))
+			res.NodesDown++
+		case alive && (node.Status == structs.NodeStatusDown || node.Status == structs.NodeStatusDisconnected):
+			_, err := h.Service.Heartbeat(ctx, node.ID)
+			errs = append(errs, err)
+			res.NodesBack++
+		}
+	}
+	errs = append(errs, h.Service.CheckDeployments(ctx), h.Service.RunDrainer(ctx))
+	if every := int64(h.GCEvery / time.Minute); every > 0 && (now.Unix()/60)%every == 0 {
+		res.Collected, err = h.Service.GarbageCollect(ctx, time.Hour)
+		errs = append(errs, err)
+	}
+	for _, e := range errs {
+		if e != nil {
+			res.Errors = append(res.Errors, e.Error())
+		}
+	}
+	if len(res.Errors) > 0 {
+		h.Log.Warn("sweep finished with errors", zap.Strings("errors", res.Errors))
+	}
+	return res, nil
 }
 
 // Version is the control plane's version on AWS.
