@@ -21,7 +21,9 @@ func (t tokens) ACLToken(_ context.Context, hash string) (*acl.Token, error) {
 
 type failing struct{}
 
-func (failing) ACLToken(context.Context, string) (*acl.Token, error) { return nil, errors.New("table unreachable") }
+func (failing) ACLToken(context.Context, string) (*acl.Token, error) {
+	return nil, errors.New("table unreachable")
+}
 
 // TestAuthorizer: the bootstrap token (given as its hash) and stored
 // tokens (looked up by hash) pass; anything else is denied; a lookup
