@@ -96,7 +96,8 @@ func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
 // lost its local state: the alloc is then reported failed, never run.
 func (a *Agent) newAllocRunner(alloc *structs.Allocation, lostReason string) *allocRunner {
 	ar := a.baseAllocRunner(alloc)
-	if err := a.state.PutAlloc(alloc, &allocImmutableState{AgentVersion: a.cfg.Version, CreatedAt: time.Now().UTC()}); err != nil {
+	imm := &allocImmutableState{AgentVersion: a.cfg.Version, CreatedAt: time.Now().UTC(), AllocDir: ar.allocDir.Dir}
+	if err := a.state.PutAlloc(alloc, imm); err != nil {
 		ar.logger.Error("persist new alloc", zap.Error(err))
 	}
 	if lostReason != "" {
@@ -122,7 +123,9 @@ func (a *Agent) restoreAllocRunner(ra *restoredAlloc) *allocRunner {
 	ar := a.baseAllocRunner(alloc)
 	ar.restored = ra
 	if m := ra.Mutable; m != nil {
-		ar.lastMutable, _ = json.Marshal(m)
+		saved := *m
+		saved.SavedAt = time.Time{}
+		ar.lastMutable, _ = json.Marshal(&saved)
 		if m.FailReason != "" {
 			ar.failReason, ar.failedAt = m.FailReason, m.FailedAt
 			ar.failEvent = restoreFailedEvent

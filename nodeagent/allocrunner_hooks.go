@@ -8,16 +8,15 @@ import (
 
 // allocHook is one step of an alloc's life. A hook implements one or more
 // of the hook-point interfaces below; the alloc runner calls them in list
-// order. Issue 5 adds hooks here: waiting for and migrating from the
-// previous alloc (prerun), deployment health watching (prerun/update/
-// postrun), and garbage collection (destroy).
+// order: the alloc dir, the previous alloc, deployment health.
 type allocHook interface {
 	Name() string
 }
 
 // allocPrerunHook runs before the alloc's tasks start (never for a
-// restored terminal alloc). An error fails the alloc; ctx ends when the
-// alloc is destroyed or the agent shuts down.
+// restored terminal alloc), beside the update hooks. An error fails the
+// alloc; ctx ends when the alloc is stopped or destroyed, or the agent
+// shuts down.
 type allocPrerunHook interface {
 	allocHook
 	Prerun(ctx context.Context) error

@@ -5,19 +5,27 @@
 // # Shape
 //
 // The Agent owns one allocRunner per allocation. An alloc runner runs a
-// fixed list of alloc hooks at fixed points (prerun, update, postrun,
-// destroy) and one taskRunner per task; a task runner likewise runs task
-// hooks (prestart, poststart, exited, stop) around the task's process.
-// Behaviour that later grows (previous-alloc migration, deployment health,
-// log rotation, lifecycle ordering, garbage collection) plugs in as further
-// hooks rather than as branches of the runners.
+// fixed list of alloc hooks at fixed points (prerun, update, task state
+// change, postrun, destroy, shutdown) and one taskRunner per task; a task
+// runner likewise runs task hooks (prestart, poststart, exited, stop)
+// around the task's process. The alloc hooks are, in order: the alloc dir
+// (build, remove); the previous alloc (wait for the alloc this one
+// replaces to stop, then move its alloc/data and task local/ dirs, for
+// sticky or migrating ephemeral disks); deployment health (healthy after
+// min_healthy_time of running tasks, unhealthy on a failure or at
+// healthy_deadline). Lifecycle tasks (prestart, poststart, poststop,
+// sidecars) wait at gates the alloc runner opens from the task states.
+// The agent garbage-collects terminal allocs (see gc.go) and serves task
+// logs (StreamLogs).
 //
 // Every task runs under a small supervisor process of drover's own (see
 // SupervisorMain): the agent starts the supervisor in its own session; the
 // supervisor starts the task as its child in the task's own process group,
-// records the task's pid and start time in the task dir, and records how
-// the task ended. Tasks and supervisors therefore outlive an agent restart,
-// and nothing that happens while the agent is down is lost.
+// records the task's pid and start time in the task dir, copies the task's
+// stdout and stderr to alloc/logs/<task>.stdout.N and .stderr.N (rotated
+// by the task's logs block), and records how the task ended. Tasks and
+// supervisors therefore outlive an agent restart, and nothing that happens
+// while the agent is down is lost.
 //
 // Local state lives in a bbolt file, <data dir>/client/state.db: per
 // allocation the allocation itself (rewritten only when the control plane

@@ -76,7 +76,9 @@ func healthSettingsFor(alloc *structs.Allocation) (healthSettings, bool) {
 type healthHook struct {
 	ar *allocRunner
 
-	mu sync.Mutex
+	// opMu serializes restart and stop (Prerun runs beside Update).
+	opMu sync.Mutex
+	mu   sync.Mutex
 	// watching is the deployment being watched ("" when none).
 	watching string
 	cancel   context.CancelFunc
@@ -142,6 +144,12 @@ func (h *healthHook) Destroy() error {
 func (h *healthHook) Shutdown() { h.stop() }
 
 func (h *healthHook) stop() {
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	h.stopLocked()
+}
+
+func (h *healthHook) stopLocked() {
 	h.mu.Lock()
 	cancel, done := h.cancel, h.done
 	h.cancel, h.done, h.kick, h.watching = nil, nil, nil, ""
@@ -155,7 +163,9 @@ func (h *healthHook) stop() {
 // restart drops any current watch and the health verdict of an earlier
 // deployment, then watches alloc if it needs watching.
 func (h *healthHook) restart(alloc *structs.Allocation) {
-	h.stop()
+	h.opMu.Lock()
+	defer h.opMu.Unlock()
+	h.stopLocked()
 	ar := h.ar
 	ar.clearHealthUnless(alloc.DeploymentID)
 	settings, ok := healthSettingsFor(alloc)

@@ -19,8 +19,8 @@ import (
 //
 //	meta/schema                                    schema version
 //	allocs/<alloc id>/alloc                        the alloc (with its job), rewritten when the server changes it
-//	allocs/<alloc id>/immutable                    written once
-//	allocs/<alloc id>/mutable                      client status, description, failure reason
+//	allocs/<alloc id>/immutable                    written once: agent version, received at, alloc dir
+//	allocs/<alloc id>/mutable                      client status, description, failure reason, health, saved at
 //	allocs/<alloc id>/tasks/<task>/state           the TaskState
 //	allocs/<alloc id>/tasks/<task>/handle          the running supervisor, if any
 var (
@@ -38,8 +38,12 @@ var (
 
 // allocImmutableState is written once per alloc.
 type allocImmutableState struct {
+	// AgentVersion is the version of the agent that first ran the alloc.
 	AgentVersion string
-	CreatedAt    time.Time
+	// CreatedAt is when the agent received the alloc.
+	CreatedAt time.Time
+	// AllocDir is the alloc dir's root.
+	AllocDir string `json:",omitempty"`
 }
 
 // allocMutableState is rewritten when the alloc's client-side state
@@ -55,6 +59,8 @@ type allocMutableState struct {
 	FailedAt time.Time `json:",omitempty"`
 	// Health is the deployment health verdict, once reached.
 	Health *allocHealth `json:",omitempty"`
+	// SavedAt is when this record was written.
+	SavedAt time.Time `json:",omitempty"`
 }
 
 // taskHandleState is the persisted hold on a task's supervisor. RunID is
@@ -210,12 +216,14 @@ func (s *stateDB) PutAlloc(alloc *structs.Allocation, immutable *allocImmutableS
 
 // PutAllocMutable writes the alloc's client-side state.
 func (s *stateDB) PutAllocMutable(allocID string, m *allocMutableState) error {
+	rec := *m
+	rec.SavedAt = time.Now().UTC()
 	err := s.update(func(tx *bolt.Tx) error {
 		b, err := allocBucket(tx, allocID)
 		if err != nil {
 			return err
 		}
-		return putJSON(b, keyMutable, m)
+		return putJSON(b, keyMutable, &rec)
 	})
 	if err != nil {
 		return fmt.Errorf("persist alloc %s status: %w", allocID, err)

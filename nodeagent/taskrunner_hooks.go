@@ -8,8 +8,9 @@ import (
 
 // taskHook is one step of a task's life. A hook implements one or more of
 // the hook-point interfaces below; the task runner calls them in list
-// order at fixed points. Issue 5's behaviour (log rotation, lifecycle
-// ordering, templates, ...) joins as further hooks.
+// order at fixed points: the task dir, then the task's environment and
+// command line. (Log rotation lives in the task supervisor, which owns the
+// task's output; lifecycle ordering is the alloc runner's gates.)
 type taskHook interface {
 	Name() string
 }
