@@ -1,0 +1,71 @@
+package awshome_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	awssched "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+
+	"github.com/drover-sched/drover/internal/awshome"
+	"github.com/drover-sched/drover/internal/awstest"
+	ddb "github.com/drover-sched/drover/storage/dynamodb"
+	"github.com/drover-sched/drover/structs"
+)
+
+func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+
+// TestSweepNodeLiveness: the sweeper marks a node whose heartbeat item
+// went stale as Nomad marks a missed heartbeat, and a node heard from
+// again ready, from the heartbeat items agents write on AWS.
+func TestSweepNodeLiveness(t *testing.T) {
+	ctx := context.Background()
+	cfg := awstest.Config(t)
+	table := awstest.Name("drover-sweep")
+	if err := ddb.CreateTable(ctx, ddb.NewClient(cfg), table); err != nil {
+		t.Fatal(err)
+	}
+	url, arn := awstest.FIFOQueue(t, awssqs.NewFromConfig(cfg), awstest.Name("evals"))
+	group := awstest.Name("drover")
+	awstest.ScheduleGroup(t, awssched.NewFromConfig(cfg), group)
+	for k, v := range map[string]string{"DROVER_TABLE": table, "DROVER_QUEUE_URL": url, "DROVER_QUEUE_ARN": arn,
+		"DROVER_SCHEDULE_GROUP": group, "DROVER_LOG_LEVEL": "error"} {
+		t.Setenv(k, v)
+	}
+	h, err := awshome.FromEnv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	node := &structs.Node{ID: "n1", Name: "n1", Datacenter: "dc1", NodePool: "default",
+		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 1000}, Memory: structs.NodeMemoryResources{MemoryMB: 1000}}}
+	if _, err := h.Service.RegisterNode(ctx, node); err != nil {
+		t.Fatal(err)
+	}
+	status := func() string {
+		n, err := h.Store.Node(ctx, "n1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Status
+	}
+	if err := h.Store.Heartbeat(ctx, "n1", time.Millisecond); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(20 * time.Millisecond)
+	res, err := h.Sweep(ctx)
+	if err != nil || res.NodesDown != 1 || status() != structs.NodeStatusDown {
+		t.Fatalf("stale heartbeat: %+v %v, node %s", res, err, status())
+	}
+	if err := h.Store.Heartbeat(ctx, "n1", time.Minute); err != nil {
+		t.Fatal(err)
+	}
+	res, err = h.Sweep(ctx)
+	if err != nil || res.NodesBack != 1 || status() != structs.NodeStatusReady {
+		t.Fatalf("fresh heartbeat: %+v %v, node %s", res, err, status())
+	}
+	if res, _ := h.Sweep(ctx); res.NodesDown+res.NodesBack != 0 || len(res.Errors) != 0 {
+		t.Fatalf("a steady node changed: %+v", res)
+	}
+}
