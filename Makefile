@@ -4,7 +4,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin/drover
 
-.PHONY: build test lint dev dev-stop bench clean
+.PHONY: build test lint dev dev-stop bench clean lambda
 
 ## build: the drover binary (CLI, dev agent, task supervisor) into bin/
 build:
@@ -32,5 +32,16 @@ dev-stop:
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./reconcile/ ./scheduler/
 
+## lambda: the AWS home's Lambda functions as bootstrap binaries for
+## provided.al2023 on arm64, into build/<function>/bootstrap (template.yaml
+## and infra/ deploy these)
+LAMBDAS := api evaluate sweeper authorizer
+lambda:
+	@for f in $(LAMBDAS); do \
+		GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.norpc -trimpath -ldflags='-s -w' \
+			-o build/$$f/bootstrap ./functions/$$f || exit 1; \
+	done
+	@for f in $(LAMBDAS); do printf '%-28s %s bytes\n' build/$$f/bootstrap $$(stat -c %s build/$$f/bootstrap); done
+
 clean:
-	rm -rf bin .dev-data
+	rm -rf bin .dev-data build

@@ -51,6 +51,11 @@ type Config struct {
 	// Servers are the HTTP addresses of servers a client-only agent talks
 	// to ("host:port").
 	Servers []string
+	// ControlPlane, when set, is what a client-only agent talks to instead
+	// of Servers (the AWS home: controlplane/awscp), and NodeID its node's
+	// ID (there: bound to the caller's IAM identity).
+	ControlPlane nodeagent.ControlPlane
+	NodeID       string
 	// HTTPAddr is the API's listen address (servers; default
 	// 127.0.0.1:4646; port 0 picks a free one).
 	HTTPAddr string
@@ -107,7 +112,7 @@ func New(cfg Config) (*Agent, error) {
 	if !cfg.Server && !cfg.Client {
 		return nil, errors.New("agent: choose -dev, -server or -client")
 	}
-	if cfg.Client && !cfg.Server && len(cfg.Servers) == 0 {
+	if cfg.Client && !cfg.Server && len(cfg.Servers) == 0 && cfg.ControlPlane == nil {
 		return nil, errors.New("agent: a client needs -servers (the HTTP address of a server)")
 	}
 	if cfg.HTTPAddr == "" {
@@ -164,7 +169,9 @@ func (a *Agent) newServer() error {
 
 func (a *Agent) newClient() error {
 	var cp nodeagent.ControlPlane = a.service
-	if !a.cfg.Server {
+	if a.cfg.ControlPlane != nil {
+		cp = a.cfg.ControlPlane
+	} else if !a.cfg.Server {
 		c, err := cpclient.New(a.cfg.Servers)
 		if err != nil {
 			return err
@@ -179,7 +186,7 @@ func (a *Agent) newClient() error {
 		DataDir: filepath.Join(a.cfg.DataDir, "client"), NodeName: a.cfg.NodeName, Datacenter: a.cfg.Datacenter,
 		NodePool: a.cfg.NodePool, NodeClass: a.cfg.NodeClass, HTTPAddr: a.cfg.HTTPAddr, DevMode: a.cfg.Dev,
 		EnabledDrivers: drivers, PollInterval: a.cfg.PollInterval, SupervisorCommand: a.cfg.SupervisorCommand,
-		Version: Version, Logger: a.log.Named("client"),
+		Version: Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
 	})
 	if err != nil {
 		return fmt.Errorf("create node agent: %w", err)
@@ -249,6 +256,9 @@ func (a *Agent) Run(ctx context.Context) error {
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},
 		})
+		if a.node != nil {
+			a.api.HandleClientFS(a.node) // the node's logs, served in-process
+		}
 		srv = &http.Server{Handler: a.api, ReadHeaderTimeout: 10 * time.Second}
 		n, err := a.service.RestorePending(ctx)
 		if err != nil {

@@ -111,6 +111,9 @@ func (p *pump) fireSchedules(ctx context.Context) error {
 	}
 	now := time.Now().UTC()
 	for _, s := range out.Schedules {
+		if s.GroupName != nil && aws.ToString(s.GroupName) != p.group {
+			continue // some emulators ignore the group filter
+		}
 		got, err := p.sched.GetSchedule(ctx, &scheduler.GetScheduleInput{Name: s.Name, GroupName: aws.String(p.group)})
 		if err != nil {
 			return fmt.Errorf("get schedule %s: %w", aws.ToString(s.Name), err)

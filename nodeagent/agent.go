@@ -23,6 +23,8 @@ const (
 	// DefaultVersion is the version the node advertises when
 	// Config.Version is empty.
 	DefaultVersion = "0.1.0-dev"
+	// DefaultGCMaxAllocs is Config.GCMaxAllocs's default (Nomad's).
+	DefaultGCMaxAllocs = 50
 	// defaultHeartbeatTTL is assumed when the control plane returns none.
 	defaultHeartbeatTTL = 10 * time.Second
 	// shutdownReportTimeout bounds the final report at shutdown.
@@ -76,6 +78,14 @@ type Config struct {
 	// Version is the drover version the node advertises (attributes
 	// drover.version and nomad.version); DefaultVersion when empty.
 	Version string
+	// NodeID, when set, is the node's ID instead of the one kept in the
+	// data dir: the AWS home binds a node to its caller identity
+	// (aws:userid), which its IAM policy and the API check (design §8).
+	NodeID string
+	// GCMaxAllocs is how many allocs the node keeps (running or not)
+	// before it destroys terminal ones, oldest first: Nomad's client
+	// gc_max_allocs (default 50). Running allocs are never collected.
+	GCMaxAllocs int
 }
 
 // Agent is a node agent. Create it with New, then call Run.
@@ -100,6 +110,13 @@ type Agent struct {
 	mu      sync.Mutex
 	runners map[string]*allocRunner
 	running bool
+	// listed is the control plane's view of the node's allocs at the last
+	// sync; reported names the allocs whose terminal status the control
+	// plane has acknowledged. Both guard garbage collection.
+	listed   map[string]*structs.Allocation
+	reported map[string]bool
+	// destroying names the runners being destroyed.
+	destroying map[string]bool
 }
 
 // New validates cfg, fills its defaults, loads (or creates) the node ID in
@@ -134,6 +151,9 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 	if cfg.Version == "" {
 		cfg.Version = DefaultVersion
 	}
+	if cfg.GCMaxAllocs <= 0 {
+		cfg.GCMaxAllocs = DefaultGCMaxAllocs
+	}
 	if len(cfg.SupervisorCommand) == 0 {
 		exe, err := os.Executable()
 		if err != nil {
@@ -159,15 +179,22 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 		}
 	}
 	a := &Agent{
-		cfg:      cfg,
-		cp:       cp,
-		clock:    cfg.Clock,
-		paths:    defaultHostPaths,
-		drivers:  drivers,
-		launcher: &supervisorLauncher{command: cfg.SupervisorCommand, env: cfg.SupervisorEnv},
-		runners:  map[string]*allocRunner{},
+		cfg:        cfg,
+		cp:         cp,
+		clock:      cfg.Clock,
+		paths:      defaultHostPaths,
+		drivers:    drivers,
+		launcher:   &supervisorLauncher{command: cfg.SupervisorCommand, env: cfg.SupervisorEnv},
+		runners:    map[string]*allocRunner{},
+		listed:     map[string]*structs.Allocation{},
+		reported:   map[string]bool{},
+		destroying: map[string]bool{},
 	}
-	a.nodeID, err = loadOrCreateNodeID(filepath.Join(cfg.DataDir, "client", "node-id"))
+	if cfg.NodeID != "" {
+		a.nodeID = cfg.NodeID
+	} else {
+		a.nodeID, err = loadOrCreateNodeID(filepath.Join(cfg.DataDir, "client", "node-id"))
+	}
 	if err != nil {
 		return nil, fmt.Errorf("nodeagent: %w", err)
 	}
@@ -262,6 +289,7 @@ func (a *Agent) Run(ctx context.Context) error {
 
 	repCtx, repCancel := context.WithCancel(context.Background())
 	a.reporter = newReporter(a.cp, a.NodeID, a.logger)
+	a.reporter.onSent = a.noteReported
 	repDone := make(chan struct{})
 	go func() {
 		defer close(repDone)
@@ -472,8 +500,12 @@ func (a *Agent) pollLoop(ctx, runCtx context.Context) {
 				break
 			}
 			a.syncAssignments(runCtx, allocs)
+			if !fetched {
+				a.removeStaleAllocDirs()
+			}
 			last, fetched = at, true
 		}
+		a.collectGarbage()
 		select {
 		case <-ctx.Done():
 			return
@@ -486,6 +518,13 @@ func (a *Agent) pollLoop(ctx, runCtx context.Context) {
 // allocs get a runner, changed ones are updated, removed ones destroyed.
 func (a *Agent) syncAssignments(runCtx context.Context, allocs []*structs.Allocation) {
 	sort.Slice(allocs, func(i, j int) bool { return allocs[i].ID < allocs[j].ID })
+	listed := make(map[string]*structs.Allocation, len(allocs))
+	for _, in := range allocs {
+		listed[in.ID] = &structs.Allocation{ID: in.ID, DesiredStatus: in.DesiredStatus, ClientStatus: in.ClientStatus}
+	}
+	a.mu.Lock()
+	a.listed = listed
+	a.mu.Unlock()
 	seen := make(map[string]bool, len(allocs))
 	for _, in := range allocs {
 		alloc := in.Copy()
@@ -520,16 +559,7 @@ func (a *Agent) syncAssignments(runCtx context.Context, allocs []*structs.Alloca
 		if seen[ar.id] {
 			continue
 		}
-		a.logger.Info("allocation removed from the node, destroying it", zap.String("alloc_id", ar.id))
-		ar.Destroy()
-		go func(ar *allocRunner) {
-			<-ar.WaitCh()
-			a.mu.Lock()
-			if a.runners[ar.id] == ar {
-				delete(a.runners, ar.id)
-			}
-			a.mu.Unlock()
-		}(ar)
+		a.destroyRunner(ar, "allocation removed from the node (garbage collected by the control plane), destroying it")
 	}
 }
 

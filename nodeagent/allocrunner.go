@@ -304,6 +304,9 @@ func (ar *allocRunner) run(ctx context.Context) {
 			return
 		}
 	}
+	ar.mu.Lock()
+	ar.prerunDone = true
+	ar.mu.Unlock()
 	tasks := ar.taskList()
 	select {
 	case <-ar.destroyCh:
@@ -419,6 +422,27 @@ func (ar *allocRunner) runPrerun(ctx context.Context) bool {
 	}
 }
 
+// prerunFinished reports whether the prerun hooks have returned.
+func (ar *allocRunner) prerunFinished() bool {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.prerunDone
+}
+
+// terminalSince returns when the alloc became terminal on this node, and
+// whether it is.
+func (ar *allocRunner) terminalSince() (time.Time, bool) {
+	if !ar.clientTerminal() {
+		return time.Time{}, false
+	}
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	if ar.terminalAt.IsZero() {
+		return ar.failedAt, true
+	}
+	return ar.terminalAt, true
+}
+
 // tasksEverStarted reports whether any task of the alloc has started
 // (before an agent restart, for a restored alloc).
 func (ar *allocRunner) tasksEverStarted() bool {
@@ -510,6 +534,9 @@ func (ar *allocRunner) healthDecided(deploymentID string) bool {
 // runFailed is the lifecycle of an alloc that failed as a whole: make
 // sure nothing of it runs, report it, wait to be destroyed.
 func (ar *allocRunner) runFailed(ctx context.Context) {
+	ar.mu.Lock()
+	ar.prerunDone = true
+	ar.mu.Unlock()
 	if n := killLeftovers(ar.allocDir); n > 0 {
 		ar.logger.Warn("killed processes left by an alloc whose state was lost", zap.Int("processes", n))
 	}

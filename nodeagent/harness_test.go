@@ -232,7 +232,8 @@ func testConfig(t *testing.T, dataDir string) Config {
 		PollInterval:      30 * time.Millisecond,
 		Logger:            zaptest.NewLogger(t, zaptest.Level(zap.InfoLevel)),
 		SupervisorCommand: []string{exe},
-		SupervisorEnv:     []string{supervisorEnvVar + "=1"},
+		// A race-enabled supervisor would sleep 1s at each exit.
+		SupervisorEnv: []string{supervisorEnvVar + "=1", "GORACE=atexit_sleep_ms=0"},
 	}
 }
 

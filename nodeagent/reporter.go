@@ -31,6 +31,10 @@ type reporter struct {
 	nodeID func() string
 	logger *zap.Logger
 
+	// onSent, when set, is told of every batch the control plane
+	// accepted.
+	onSent func(sent []*structs.Allocation)
+
 	mu      sync.Mutex
 	pending map[string]*structs.Allocation
 	frozen  bool
@@ -132,6 +136,9 @@ func (r *reporter) send(ctx context.Context) error {
 		return err
 	}
 	r.logger.Debug("reported alloc updates", zap.Int("allocs", len(batch)))
+	if r.onSent != nil {
+		r.onSent(batch)
+	}
 	return nil
 }
 

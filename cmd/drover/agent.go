@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/drover-sched/drover/agent"
+	"github.com/drover-sched/drover/nodeagent"
 )
 
 func runAgent(args []string, stdout, stderr io.Writer) int {
@@ -24,6 +25,8 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	server := fs.Bool("server", false, "run a server: HTTP API, evaluator, timers (no node)")
 	client := fs.Bool("client", false, "run a node agent talking to -servers")
 	servers := fs.String("servers", "", "comma-separated HTTP addresses (host:port) of the servers a client talks to")
+	awsAPI := fs.String("aws-api", "", "URL of drover's API on AWS (API Gateway): a client registers and reports there (SigV4) and polls its own DynamoDB items")
+	awsTable := fs.String("aws-table", "drover", "DynamoDB table of drover's AWS home (with -aws-api)")
 	dataDir := fs.String("data-dir", "", "directory for state (required for -server and -client; default in -dev: a new temporary directory, removed at exit)")
 	httpAddr := fs.String("http-addr", agent.DefaultHTTPAddr, "HOST:PORT the HTTP API listens on (servers)")
 	nodeName := fs.String("node-name", "", "name of this agent's node (default: the hostname)")
@@ -55,7 +58,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	case *dev && (*server || *client):
 		fmt.Fprintln(stderr, "drover agent: -dev already runs server and client; drop -server/-client")
 		return 1
-	case *client && !*server && strings.TrimSpace(*servers) == "":
+	case *client && !*server && strings.TrimSpace(*servers) == "" && *awsAPI == "":
 		fmt.Fprintln(stderr, "drover agent: -client needs -servers HOST:PORT")
 		return 1
 	case !*dev && *dataDir == "":
@@ -90,8 +93,21 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 			serverList = append(serverList, s)
 		}
 	}
+	var awsCP nodeagent.ControlPlane
+	var nodeID string
+	if *awsAPI != "" {
+		if !*client || *server || *dev {
+			fmt.Fprintln(stderr, "drover agent: -aws-api is for a client-only agent (-client)")
+			return 1
+		}
+		if awsCP, nodeID, err = awsControlPlane(context.Background(), *awsAPI, *awsTable); err != nil {
+			fmt.Fprintf(stderr, "drover agent: %v\n", err)
+			return 1
+		}
+		serverList = []string{*awsAPI}
+	}
 	a, err := agent.New(agent.Config{DataDir: dir, HTTPAddr: *httpAddr, Dev: *dev, Server: *server, Client: *client,
-		Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
+		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
 		Datacenter: *datacenter, EnableRawExec: *rawExec, HeartbeatTTL: *heartbeatTTL, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover agent: %v\n", err)

@@ -27,6 +27,7 @@ func commands() map[string]command {
 		"job status":         {synopsis: "Lists jobs, or shows one job", run: runJobStatus},
 		"job stop":           {synopsis: "Stops (or purges) a job", run: runJobStop},
 		"alloc status":       {synopsis: "Shows an allocation", run: runAllocStatus},
+		"alloc logs":         {synopsis: "Shows a task's stdout or stderr (-stderr, -f, -tail)", run: runAllocLogs},
 		"eval status":        {synopsis: "Shows an evaluation", run: runEvalStatus},
 		"node status":        {synopsis: "Lists nodes, or shows one node", run: runNodeStatus},
 		"version":            {synopsis: "Prints drover's version", run: runVersion},

@@ -93,7 +93,7 @@ func (c *versionCache) load(ctx context.Context, allocs []*structs.Allocation) e
 		ks := keyString(k)
 		var j *structs.Job
 		if it := items[ks]; it != nil {
-			if j, err = decode[structs.Job](getB(it, "v")); err != nil {
+			if j, err = decodeVersion(it); err != nil {
 				return err
 			}
 		}
@@ -258,7 +258,7 @@ func (s *Store) updateAllocsFromClient(ctx context.Context, nodeID string, updat
 			// an unknown one skipped (garbage collected meanwhile).
 			other, err := s.Alloc(ctx, u.ID)
 			if err == nil && other.NodeID != nodeID {
-				return nil, fmt.Errorf("alloc %s belongs to node %s, not %s", u.ID, other.NodeID, nodeID)
+				return nil, fmt.Errorf("alloc %s is on node %s, not %s: %w", u.ID, other.NodeID, nodeID, storage.ErrWrongNode)
 			}
 			continue
 		}
@@ -300,7 +300,7 @@ func (s *Store) updateAllocsFromClient(ctx context.Context, nodeID string, updat
 		}
 		a := rec.alloc
 		if a.NodeID != nodeID {
-			return nil, fmt.Errorf("alloc %s belongs to node %s, not %s", u.ID, a.NodeID, nodeID)
+			return nil, fmt.Errorf("alloc %s is on node %s, not %s: %w", u.ID, a.NodeID, nodeID, storage.ErrWrongNode)
 		}
 		change := &storage.ClientAllocChange{PrevClientStatus: a.ClientStatus, PrevDeploymentInfo: a.DeploymentStatus}
 		held := a.HoldsResources()

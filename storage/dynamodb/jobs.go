@@ -78,7 +78,18 @@ func (s *Store) readVersion(ctx context.Context, ns, id string, v uint64) (*stru
 	if it == nil {
 		return nil, nil
 	}
-	return decode[structs.Job](getB(it, "v"))
+	return decodeVersion(it)
+}
+
+// decodeVersion reads a job version item: the spec, and the stable flag a
+// successful deployment set on it.
+func decodeVersion(it item) (*structs.Job, error) {
+	j, err := decode[structs.Job](getB(it, "v"))
+	if err != nil {
+		return nil, err
+	}
+	j.Stable = j.Stable || getBool(it, "stable")
+	return j, nil
 }
 
 func (s *Store) versionItem(j *structs.Job) item {
@@ -330,7 +341,7 @@ func (s *Store) JobVersions(ctx context.Context, ns, id string) ([]*structs.Job,
 	}
 	out := make([]*structs.Job, 0, len(items))
 	for _, it := range items {
-		j, err := decode[structs.Job](getB(it, "v"))
+		j, err := decodeVersion(it)
 		if err != nil {
 			return nil, err
 		}
@@ -382,7 +393,7 @@ func (s *Store) Jobs(ctx context.Context, ns, prefix string) ([]*structs.Job, er
 		if it == nil {
 			continue
 		}
-		j, err := decode[structs.Job](getB(it, "v"))
+		j, err := decodeVersion(it)
 		if err != nil {
 			return nil, err
 		}

@@ -5,9 +5,6 @@ import (
 	"fmt"
 	"sort"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/structs"
 )
@@ -37,11 +34,11 @@ func (s *Store) readNode(ctx context.Context, id string) (*nodeRecord, error) {
 	return decodeNode(it)
 }
 
-// writeNode writes n over rec (nil: a new node), keeping the usage
-// counters: free capacity is recomputed from the usage read, and the write
-// is guarded by the modify index and that usage, so a plan landing in
-// between makes it retry.
-func (s *Store) writeNode(ctx context.Context, n *structs.Node, rec *nodeRecord) error {
+// nodeAction is the write of n over rec (nil: a new node), keeping the
+// usage counters: free capacity is recomputed from the usage read, and the
+// write is guarded by the modify index and that usage, so a plan landing
+// in between makes it retry.
+func (s *Store) nodeAction(n *structs.Node, rec *nodeRecord) action {
 	var used structs.ComparableResources
 	if rec != nil {
 		used = rec.used
@@ -61,10 +58,18 @@ func (s *Store) writeNode(ctx context.Context, n *structs.Node, rec *nodeRecord)
 		expr += ", useCpu = :z, useMem = :z, useDisk = :z, nAllocs = :z"
 		vals[":z"] = avN(0)
 	}
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key(nodePK(n.ID), skMeta),
-		UpdateExpression: aws.String(expr), ConditionExpression: aws.String(cond), ExpressionAttributeValues: vals})
-	if err != nil {
-		return raceOnConflict(wrapErr(err, "write node "+n.ID))
+	return s.update(key(nodePK(n.ID), skMeta), expr, cond, nil, vals, fmt.Sprintf("node %s changed concurrently", n.ID))
+}
+
+// writeNode writes n over rec, with evals, in one transaction.
+func (s *Store) writeNode(ctx context.Context, n *structs.Node, rec *nodeRecord, evals ...*structs.Evaluation) error {
+	u := newUnit()
+	u.acts = append(u.acts, s.nodeAction(n, rec))
+	if err := s.addEvals(ctx, u, n.ModifyIndex, evals); err != nil {
+		return err
+	}
+	if err := s.transact(ctx, s.render(u)); err != nil {
+		return raceOnConflict(err)
 	}
 	return nil
 }

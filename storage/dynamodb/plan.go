@@ -349,6 +349,13 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	// Deployment status updates and evals close the plan.
 	last := newUnit()
 	for _, up := range plan.DeploymentUpdates {
+		if up.Status == structs.DeploymentStatusSuccessful {
+			if prev := st.deploys[up.DeploymentID]; prev != nil {
+				last.acts = append(last.acts, s.stableAction(prev.d.Namespace, prev.d.JobID, prev.d.JobVersion))
+			} else if plan.Deployment != nil && up.DeploymentID == plan.Deployment.ID {
+				last.acts = append(last.acts, s.stableAction(plan.Deployment.Namespace, plan.Deployment.JobID, plan.Deployment.JobVersion))
+			}
+		}
 		if plan.Deployment != nil && up.DeploymentID == plan.Deployment.ID {
 			continue
 		}

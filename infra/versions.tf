@@ -1,0 +1,7 @@
+terraform {
+  required_version = ">= 1.5"
+  required_providers {
+    aws     = { source = "hashicorp/aws", version = ">= 5.40" }
+    archive = { source = "hashicorp/archive", version = ">= 2.4" }
+  }
+}

@@ -1,0 +1,201 @@
+// Package awshome assembles drover's AWS home from the environment: the
+// DynamoDB store, the SQS FIFO eval queue with EventBridge Scheduler for
+// delayed evals, the evaluate service and the control-plane services. The
+// Lambda functions' mains are a few lines around it.
+//
+// Environment (set by template.yaml and infra/):
+//
+//	DROVER_TABLE               DynamoDB table (default "drover")
+//	DROVER_QUEUE_URL           the FIFO eval queue's URL
+//	DROVER_QUEUE_ARN           its ARN (the schedules' target)
+//	DROVER_SCHEDULER_ROLE_ARN  the role EventBridge Scheduler assumes to send to the queue
+//	DROVER_SCHEDULE_GROUP      schedule group (default "drover")
+//	DROVER_DELIVERY_LIMIT      deliveries before an eval is failed (default 3)
+//	DROVER_PENDING_AFTER       the sweeper re-sends evals pending longer than this (default 2m)
+//	DROVER_LOG_LEVEL           debug, info (default), warn, error
+//	DROVER_BOOTSTRAP_TOKEN_HASH  hex SHA-256 of the bootstrap X-Nomad-Token (authorizer)
+//	AWS_ENDPOINT_URL           a local endpoint (kumo, LocalStack), read by the SDK
+package awshome
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	awssched "github.com/aws/aws-sdk-go-v2/service/scheduler"
+	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/drover-sched/drover/acl"
+	"github.com/drover-sched/drover/controlplane"
+	"github.com/drover-sched/drover/events/schedule"
+	evsqs "github.com/drover-sched/drover/events/sqs"
+	"github.com/drover-sched/drover/httpapi"
+	"github.com/drover-sched/drover/placement"
+	"github.com/drover-sched/drover/reconcile"
+	"github.com/drover-sched/drover/scheduler"
+	"github.com/drover-sched/drover/storage"
+	ddb "github.com/drover-sched/drover/storage/dynamodb"
+	"github.com/drover-sched/drover/structs"
+)
+
+// Home is the AWS home's parts.
+type Home struct {
+	AWS       aws.Config
+	Store     *ddb.Store
+	SQS       *awssqs.Client
+	QueueURL  string
+	Queue     *evsqs.Queue
+	Evaluator *scheduler.Evaluator
+	Service   *controlplane.Service
+	Log       *zap.Logger
+	// DeliveryLimit and PendingAfter are from the environment.
+	DeliveryLimit int
+	PendingAfter  time.Duration
+	// GCEvery is how often the sweeper collects garbage (default 15 min).
+	GCEvery time.Duration
+}
+
+// FromEnv builds the home from the environment.
+func FromEnv(ctx context.Context) (*Home, error) {
+	log, err := logger(os.Getenv("DROVER_LOG_LEVEL"))
+	if err != nil {
+		return nil, err
+	}
+	cfg, err := config.LoadDefaultConfig(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	h := &Home{AWS: cfg, Log: log, QueueURL: os.Getenv("DROVER_QUEUE_URL"), DeliveryLimit: evsqs.DefaultDeliveryLimit, PendingAfter: 2 * time.Minute, GCEvery: 15 * time.Minute}
+	if v := os.Getenv("DROVER_DELIVERY_LIMIT"); v != "" {
+		if h.DeliveryLimit, err = strconv.Atoi(v); err != nil || h.DeliveryLimit < 1 {
+			return nil, fmt.Errorf("DROVER_DELIVERY_LIMIT %q: want a positive number", v)
+		}
+	}
+	if v := os.Getenv("DROVER_PENDING_AFTER"); v != "" {
+		if h.PendingAfter, err = time.ParseDuration(v); err != nil {
+			return nil, fmt.Errorf("DROVER_PENDING_AFTER %q: %w", v, err)
+		}
+	}
+	h.Store = ddb.New(ddb.NewClient(cfg), ddb.Config{Table: envOr("DROVER_TABLE", ddb.DefaultTable), Logger: log.Named("store")})
+	h.SQS = awssqs.NewFromConfig(cfg)
+	h.Queue = &evsqs.Queue{
+		Producer: &evsqs.Producer{Client: h.SQS, QueueURL: h.QueueURL, Logger: log.Named("queue")},
+		Delayer: &schedule.Scheduler{Client: awssched.NewFromConfig(cfg), Group: envOr("DROVER_SCHEDULE_GROUP", schedule.DefaultGroup),
+			QueueARN: os.Getenv("DROVER_QUEUE_ARN"), RoleARN: os.Getenv("DROVER_SCHEDULER_ROLE_ARN"), Logger: log.Named("schedule")},
+	}
+	h.Evaluator = &scheduler.Evaluator{State: h.Store, Queue: h.Queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
+		RescheduleTracker: reconcile.NextRescheduleTracker, Logger: log.Named("scheduler")}
+	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control")})
+	return h, nil
+}
+
+// EvaluateHandler is the evaluate function's SQS batch handler.
+func (h *Home) EvaluateHandler() *evsqs.Handler {
+	return &evsqs.Handler{Evaluator: h.Evaluator, State: h.Store, Queue: h.Queue, Client: h.SQS, QueueURL: h.QueueURL,
+		DeliveryLimit: h.DeliveryLimit, Logger: h.Log.Named("evaluate")}
+}
+
+func envOr(k, def string) string {
+	if v := os.Getenv(k); v != "" {
+		return v
+	}
+	return def
+}
+
+// logger is a JSON zap logger on stderr (CloudWatch Logs reads it).
+func logger(level string) (*zap.Logger, error) {
+	lvl := zapcore.InfoLevel
+	if level != "" {
+		if err := lvl.UnmarshalText([]byte(level)); err != nil {
+			return nil, fmt.Errorf("DROVER_LOG_LEVEL %q: %w", level, err)
+		}
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.AddSync(os.Stderr), lvl)), nil
+}
+
+// Authorizer is the API's X-Nomad-Token authorizer; DROVER_BOOTSTRAP_TOKEN_HASH
+// is the hex SHA-256 of the token given at deploy.
+func (h *Home) Authorizer() *acl.Authorizer {
+	return &acl.Authorizer{Tokens: h.Store, BootstrapHash: os.Getenv("DROVER_BOOTSTRAP_TOKEN_HASH"), Logger: h.Log.Named("acl")}
+}
+
+// MaxWait caps blocking queries below API Gateway's 30 s integration
+// timeout.
+const MaxWait = 25 * time.Second
+
+// API is the HTTP API the api function serves: the same handlers as the
+// dev agent, without a Watcher (blocking queries poll the table indexes).
+func (h *Home) API() http.Handler {
+	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
+		NodeAgents: h.Service, NodeAuth: IAMNodeAuth, Operator: h.Service, Logger: h.Log.Named("http"),
+		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
+}
+
+// SweepResult is what one sweeper run did.
+type SweepResult struct {
+	Resent    int
+	NodesDown int
+	NodesBack int
+	Collected *storage.GCResult `json:",omitempty"`
+	Errors    []string          `json:",omitempty"`
+}
+
+// Sweep is the AWS home's timers, run every minute by a schedule: evals
+// pending longer than PendingAfter are sent again (no lost evaluation);
+// node liveness from the heartbeat items the agents write (a node silent
+// for twice its TTL is handled as Nomad handles a missed heartbeat, one
+// heard from again is ready again); deployment deadlines and
+// auto-promotion; drains; and, every GCEvery, garbage collection.
+func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
+	now := time.Now()
+	res := &SweepResult{}
+	var errs []error
+	n, err := scheduler.SweepPending(ctx, h.Store, h.Queue, h.PendingAfter, now, h.Log.Named("sweeper"))
+	res.Resent = n
+	errs = append(errs, err)
+	nodes, err := h.Store.Nodes(ctx, "")
+	errs = append(errs, err)
+	for _, node := range nodes {
+		at, ttl, ok, err := h.Store.LastHeartbeat(ctx, node.ID)
+		if err != nil || !ok {
+			errs = append(errs, err)
+			continue
+		}
+		alive := now.Before(at.Add(2 * ttl))
+		switch {
+		case !alive && (node.Status == structs.NodeStatusReady || node.Status == structs.NodeStatusInit):
+			errs = append(errs, h.Service.NodeMissedHeartbeat(ctx, node.ID))
+			res.NodesDown++
+		case alive && (node.Status == structs.NodeStatusDown || node.Status == structs.NodeStatusDisconnected):
+			_, err := h.Service.Heartbeat(ctx, node.ID)
+			errs = append(errs, err)
+			res.NodesBack++
+		}
+	}
+	errs = append(errs, h.Service.CheckDeployments(ctx), h.Service.RunDrainer(ctx))
+	if every := int64(h.GCEvery / time.Minute); every > 0 && (now.Unix()/60)%every == 0 {
+		res.Collected, err = h.Service.GarbageCollect(ctx, time.Hour)
+		errs = append(errs, err)
+	}
+	for _, e := range errs {
+		if e != nil {
+			res.Errors = append(res.Errors, e.Error())
+		}
+	}
+	if len(res.Errors) > 0 {
+		h.Log.Warn("sweep finished with errors", zap.Strings("errors", res.Errors))
+	}
+	return res, nil
+}
+
+// Version is the control plane's version on AWS.
+const Version = "0.1.0"
