@@ -3,6 +3,9 @@
 //	localstack serve            start kumo (an in-process AWS emulator) on a
 //	                            random 127.0.0.1 port and print its URL on
 //	                            the first line of stdout; stop on SIGINT/SIGTERM
+//	localstack gateway [flags]  play API Gateway's HTTP API in front of the
+//	                            api function (token authorizer, IAM node
+//	                            routes); print its URL on the first line
 //	localstack pump [flags]     play AWS's part where no emulator does:
 //	                            deliver due EventBridge Scheduler schedules to
 //	                            their SQS target, and SQS messages to the
@@ -32,8 +35,10 @@ func main() {
 		serve()
 	case "pump":
 		os.Exit(runPump(os.Args[2:]))
+	case "gateway":
+		os.Exit(runGateway(os.Args[2:]))
 	default:
-		fmt.Fprintf(os.Stderr, "usage: localstack [serve | pump ...]\n")
+		fmt.Fprintf(os.Stderr, "usage: localstack [serve | pump ... | gateway ...]\n")
 		os.Exit(2)
 	}
 }
