@@ -199,7 +199,7 @@ func pidsWhere(keep func(pid int, cmdline string, ppid int) bool) []int {
 // alloc per host, two wanted, one node) is blocked; a second client
 // joining places the rest.
 func TestBlockedJobPlacedWhenClientJoins(t *testing.T) {
-	cl := newCluster(t, 4*time.Second)
+	cl := newCluster(t, time.Second)
 	cl.addClient("alpha")
 	script := taskScript(t, cl.dir, "svc.sh", "while true; do sleep 1; done")
 	job := serviceJob("spread", 2, script)
@@ -219,7 +219,7 @@ func TestBlockedJobPlacedWhenClientJoins(t *testing.T) {
 // TestNodeLoss: a client dies with its tasks; after the heartbeat TTL its
 // node is down, its allocs lost, and replacements run on the other node.
 func TestNodeLoss(t *testing.T) {
-	cl := newCluster(t, 4*time.Second)
+	cl := newCluster(t, time.Second)
 	cl.addClient("alpha")
 	script := taskScript(t, cl.dir, "svc.sh", "while true; do sleep 1; done")
 	register(t, cl.c, serviceJob("survivor", 2, script))
@@ -251,7 +251,7 @@ func TestNodeLoss(t *testing.T) {
 // "unknown" while replacements are placed; when it comes back within the
 // window, the original alloc is kept and the replacement stopped.
 func TestDisconnectedClientReconnects(t *testing.T) {
-	cl := newCluster(t, 4*time.Second)
+	cl := newCluster(t, time.Second)
 	cl.addClient("alpha")
 	script := taskScript(t, cl.dir, "svc.sh", "while true; do sleep 1; done")
 	job := serviceJob("tolerant", 1, script)
@@ -289,7 +289,7 @@ func TestDisconnectedClientReconnects(t *testing.T) {
 // time (migrate { max_parallel = 1 }); the drained node ends ineligible
 // with no allocs.
 func TestDrain(t *testing.T) {
-	cl := newCluster(t, 4*time.Second)
+	cl := newCluster(t, time.Second)
 	cl.addClient("alpha")
 	script := taskScript(t, cl.dir, "svc.sh", "while true; do sleep 1; done")
 	job := serviceJob("mover", 3, script)

@@ -540,7 +540,7 @@ func TestWildcardDatacenter(t *testing.T) {
 // TestDeepNestingGivesAShortError: a pathological body gets a 400 whose
 // message stays small.
 func TestDeepNestingGivesAShortError(t *testing.T) {
-	deep := `{"Job": {"ID": "x", "Meta": ` + strings.Repeat("[", 20000) + strings.Repeat("]", 20000) + `}}`
+	deep := `{"Job": {"ID": "x", "Meta": ` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}`
 	_, err := DecodeRegisterRequest(strings.NewReader(deep))
 	var ve *ValidationError
 	if !errors.As(err, &ve) {
