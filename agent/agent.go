@@ -209,6 +209,30 @@ func (a *Agent) evalDeliveryLimit(ev *structs.Evaluation, reason string) {
 		zap.String("job_id", ev.JobID), zap.String("followup_eval_id", follow.ID), zap.String("reason", reason))
 }
 
+// Listen binds the API's address (servers; a client has none). Run calls
+// it if the caller did not; calling it first lets the caller report a bind
+// failure before announcing the agent, and learn the address of port 0.
+func (a *Agent) Listen() error {
+	if !a.cfg.Server || a.listener != nil {
+		return nil
+	}
+	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	if err != nil {
+		a.store.Close()
+		return fmt.Errorf("listen on %s: %w", a.cfg.HTTPAddr, err)
+	}
+	a.listener = ln
+	return nil
+}
+
+// ListenAddr returns the bound API address after Listen, or "".
+func (a *Agent) ListenAddr() string {
+	if a.listener == nil {
+		return ""
+	}
+	return a.listener.Addr().String()
+}
+
 // Ready is closed once Run serves (servers: listens and has restored
 // pending evaluations).
 func (a *Agent) Ready() <-chan struct{} { return a.ready }
@@ -243,12 +267,10 @@ func (a *Agent) Run(ctx context.Context) error {
 	defer stopWork()
 	var wg sync.WaitGroup
 	if a.cfg.Server {
-		ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
-		if err != nil {
-			a.store.Close()
-			return fmt.Errorf("listen on %s: %w", a.cfg.HTTPAddr, err)
+		if err := a.Listen(); err != nil {
+			return err
 		}
-		a.listener = ln
+		ln := a.listener
 		addr := ln.Addr().String()
 		a.api = httpapi.New(httpapi.Config{
 			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,

@@ -102,6 +102,9 @@ type RegisterRequest struct {
 	JobModifyIndex uint64
 	// EvalPriority overrides the job's priority for this evaluation.
 	EvalPriority int
+	// PreserveCounts keeps the current count of every group the job
+	// already has (Nomad's `job run -preserve-counts`).
+	PreserveCounts bool
 }
 
 // RegisterResponse is Nomad's JobRegisterResponse.
@@ -119,6 +122,9 @@ type RegisterResponse struct {
 // the next start (embedded) or by the pending-eval sweep (AWS).
 func (s *Service) RegisterJob(ctx context.Context, req *RegisterRequest) (*RegisterResponse, error) {
 	job := req.Job
+	if req.PreserveCounts {
+		job = s.withPreservedCounts(ctx, job)
+	}
 	prio := job.Priority
 	if req.EvalPriority > 0 {
 		prio = req.EvalPriority
@@ -154,6 +160,22 @@ func (s *Service) DeregisterJob(ctx context.Context, namespace, jobID string, pu
 	s.enqueue(ctx, res.Eval)
 	return &RegisterResponse{EvalID: res.Eval.ID, EvalCreateIndex: res.Eval.CreateIndex,
 		JobModifyIndex: res.Job.JobModifyIndex, Index: res.Index}, nil
+}
+
+// withPreservedCounts returns job with the counts of the groups the
+// current version already has.
+func (s *Service) withPreservedCounts(ctx context.Context, job *structs.Job) *structs.Job {
+	cur, err := s.store.Job(ctx, job.Namespace, job.ID)
+	if err != nil {
+		return job
+	}
+	out := job.Copy()
+	for _, tg := range out.TaskGroups {
+		if old := cur.LookupTaskGroup(tg.Name); old != nil {
+			tg.Count = old.Count
+		}
+	}
+	return out
 }
 
 func (s *Service) newEval(namespace, jobID, jobType string, priority int, trigger string) *structs.Evaluation {

@@ -61,9 +61,10 @@ func TestExamplesAreValidJobs(t *testing.T) {
 // TestCLI drives the dev agent with drover's own commands, as a user would.
 func TestCLI(t *testing.T) {
 	dir := t.TempDir()
-	a := startAgent(t, dir+"/data", freeAddr(t))
+	data := dir + "/data"
+	t.Cleanup(func() { killProcsUnder(data) })
+	a := startAgent(t, data, anyPort)
 	addr := a.addr
-	t.Cleanup(func() { killLeftovers("hello from") })
 
 	out, code := cli(t, addr, "job", "run", "../examples/hello.json")
 	if code != 0 {
@@ -162,7 +163,7 @@ func TestCLI(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("job stop with --address: %d\n%s", code, out)
 	}
-	waitFor(t, 20*time.Second, "no greeter left", func() bool { return len(procsWith("hello from")) == 0 })
+	waitFor(t, 20*time.Second, "no greeter left", func() bool { return len(tasksUnder(data)) == 0 && len(supervisorsUnder(data)) == 0 })
 	out, code = cli(t, addr, "nonsense")
 	if code != 1 || !strings.Contains(out, "Usage: drover") {
 		t.Fatalf("unknown command: %d\n%s", code, out)

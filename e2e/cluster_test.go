@@ -47,9 +47,8 @@ func startProc(t *testing.T, dataDir string, args ...string) *agentProc {
 func newCluster(t *testing.T, ttl time.Duration) *cluster {
 	t.Helper()
 	cl := &cluster{t: t, dir: t.TempDir(), clients: map[string]*agentProc{}}
-	addr := freeAddr(t)
-	cl.server = startProc(t, filepath.Join(cl.dir, "server"), "-server", "-http-addr", addr, "-heartbeat-ttl", ttl.String())
-	cl.server.addr = addr
+	cl.server = startProc(t, filepath.Join(cl.dir, "server"), "-server", "-http-addr", anyPort, "-heartbeat-ttl", ttl.String())
+	cl.server.waitAddr()
 	cl.c = cl.server.client()
 	waitFor(t, 20*time.Second, "the server's API", func() bool {
 		_, _, err := cl.c.Nodes().List(nil)
@@ -138,13 +137,32 @@ func (cl *cluster) killClientAndTasks(name string) {
 // killProcsUnder kills the task supervisors whose spec lies under dir and
 // their tasks' process groups.
 func killProcsUnder(dir string) {
-	for _, sup := range pidsWhere(func(pid int, cmdline string, ppid int) bool { return strings.Contains(cmdline, dir) }) {
+	for _, sup := range supervisorsUnder(dir) {
 		for _, child := range pidsWhere(func(_ int, _ string, ppid int) bool { return ppid == sup }) {
 			_ = syscall.Kill(-child, syscall.SIGKILL) // the task's process group
 			_ = syscall.Kill(child, syscall.SIGKILL)
 		}
 		_ = syscall.Kill(sup, syscall.SIGKILL)
 	}
+}
+
+// supervisorsUnder returns the pids of the task supervisors whose spec lies
+// under dir (an agent's data dir): they and their children are exactly
+// that agent's tasks, whatever their command lines.
+func supervisorsUnder(dir string) []int {
+	return pidsWhere(func(_ int, cmdline string, _ int) bool {
+		return strings.Contains(cmdline, "task-supervisor") && strings.Contains(cmdline, dir)
+	})
+}
+
+// tasksUnder returns the pids of the tasks run by the supervisors under
+// dir.
+func tasksUnder(dir string) []int {
+	var out []int
+	for _, sup := range supervisorsUnder(dir) {
+		out = append(out, pidsWhere(func(_ int, _ string, ppid int) bool { return ppid == sup })...)
+	}
+	return out
 }
 
 // pidsWhere returns the pids of live processes matching keep.
@@ -181,7 +199,7 @@ func pidsWhere(keep func(pid int, cmdline string, ppid int) bool) []int {
 // alloc per host, two wanted, one node) is blocked; a second client
 // joining places the rest.
 func TestBlockedJobPlacedWhenClientJoins(t *testing.T) {
-	cl := newCluster(t, 4*time.Second)
+	cl := newCluster(t, time.Second)
 	cl.addClient("alpha")
 	script := taskScript(t, cl.dir, "svc.sh", "while true; do sleep 1; done")
 	job := serviceJob("spread", 2, script)
@@ -201,7 +219,7 @@ func TestBlockedJobPlacedWhenClientJoins(t *testing.T) {
 // TestNodeLoss: a client dies with its tasks; after the heartbeat TTL its
 // node is down, its allocs lost, and replacements run on the other node.
 func TestNodeLoss(t *testing.T) {
-	cl := newCluster(t, 4*time.Second)
+	cl := newCluster(t, time.Second)
 	cl.addClient("alpha")
 	script := taskScript(t, cl.dir, "svc.sh", "while true; do sleep 1; done")
 	register(t, cl.c, serviceJob("survivor", 2, script))
@@ -233,7 +251,7 @@ func TestNodeLoss(t *testing.T) {
 // "unknown" while replacements are placed; when it comes back within the
 // window, the original alloc is kept and the replacement stopped.
 func TestDisconnectedClientReconnects(t *testing.T) {
-	cl := newCluster(t, 4*time.Second)
+	cl := newCluster(t, time.Second)
 	cl.addClient("alpha")
 	script := taskScript(t, cl.dir, "svc.sh", "while true; do sleep 1; done")
 	job := serviceJob("tolerant", 1, script)
@@ -271,7 +289,7 @@ func TestDisconnectedClientReconnects(t *testing.T) {
 // time (migrate { max_parallel = 1 }); the drained node ends ineligible
 // with no allocs.
 func TestDrain(t *testing.T) {
-	cl := newCluster(t, 4*time.Second)
+	cl := newCluster(t, time.Second)
 	cl.addClient("alpha")
 	script := taskScript(t, cl.dir, "svc.sh", "while true; do sleep 1; done")
 	job := serviceJob("mover", 3, script)

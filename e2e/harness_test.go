@@ -6,10 +6,10 @@ package e2e
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -41,16 +41,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// freeAddr returns a free 127.0.0.1 port.
-func freeAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().String()
-}
+// anyPort asks the agent to bind a free port of its choosing; harness
+// functions read the bound address from its banner, so that no other
+// process can take the port between a probe and the bind.
+const anyPort = "127.0.0.1:0"
 
 // agentProc is a `drover agent -dev` subprocess.
 type agentProc struct {
@@ -79,8 +73,28 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
-// startAgent starts the dev agent on addr with dataDir and waits until its
-// API answers.
+// apiAddr matches the agent's banner line naming the bound API address.
+var apiAddr = regexp.MustCompile(`HTTP API: http://(127\.0\.0\.1:\d+)`)
+
+// waitAddr waits for the agent to print the address it bound.
+func (a *agentProc) waitAddr() {
+	a.t.Helper()
+	waitFor(a.t, 20*time.Second, "the agent's API address", func() bool {
+		if m := apiAddr.FindStringSubmatch(a.log.String()); m != nil {
+			a.addr = m[1]
+			return true
+		}
+		select {
+		case <-a.done:
+			a.t.Fatalf("agent exited:\n%s", a.log.String())
+		default:
+		}
+		return false
+	})
+}
+
+// startAgent starts the dev agent on addr (127.0.0.1:0 picks a free port,
+// which the agent reports) with dataDir and waits until its API answers.
 func startAgent(t *testing.T, dataDir, addr string) *agentProc {
 	t.Helper()
 	a := &agentProc{t: t, addr: addr, dataDir: dataDir, log: &syncBuffer{}, done: make(chan struct{})}
@@ -96,6 +110,7 @@ func startAgent(t *testing.T, dataDir, addr string) *agentProc {
 			t.Logf("agent log:\n%s", a.log.String())
 		}
 	})
+	a.waitAddr()
 	c := a.client()
 	waitFor(t, 20*time.Second, "the agent's API and its node", func() bool {
 		nodes, _, err := c.Nodes().List(nil)

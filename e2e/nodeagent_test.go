@@ -58,7 +58,7 @@ func findEvt(st *api.TaskState, typ string) *api.TaskEvent {
 // is restarted per the restart policy), and stopping the job kills it.
 func TestAgentKill9ReattachesService(t *testing.T) {
 	dir := t.TempDir()
-	data, addr := dir+"/data", freeAddr(t)
+	data, addr := dir+"/data", anyPort
 	a := startAgent(t, data, addr)
 	c := a.client()
 	runs := dir + "/runs"
@@ -129,7 +129,7 @@ func TestAgentKill9ReattachesService(t *testing.T) {
 // events; neither runs again.
 func TestAgentKill9BatchEndsWhileDown(t *testing.T) {
 	dir := t.TempDir()
-	data, addr := dir+"/data", freeAddr(t)
+	data, addr := dir+"/data", anyPort
 	a := startAgent(t, data, addr)
 	c := a.client()
 	gate := dir + "/go"
@@ -180,7 +180,7 @@ exit `+code)
 // reports the alloc failed with the reason.
 func TestAgentCorruptStateFailsAlloc(t *testing.T) {
 	dir := t.TempDir()
-	data, addr := dir+"/data", freeAddr(t)
+	data, addr := dir+"/data", anyPort
 	a := startAgent(t, data, addr)
 	c := a.client()
 	script := taskScript(t, dir, "svc.sh", "while true; do sleep 0.2; done")
@@ -217,7 +217,7 @@ func TestAgentCorruptStateFailsAlloc(t *testing.T) {
 // alloc/data; `drover alloc logs` shows each version's output.
 func TestStickyDiskAndLogs(t *testing.T) {
 	dir := t.TempDir()
-	data, addr := dir+"/data", freeAddr(t)
+	data, addr := dir+"/data", anyPort
 	a := startAgent(t, data, addr)
 	c := a.client()
 	script := taskScript(t, dir, "sticky.sh", `echo "seen=$(cat "$NOMAD_ALLOC_DIR/data/file" 2>/dev/null)"
@@ -235,10 +235,10 @@ while true; do sleep 0.2; done`)
 	})
 	v1 := allocsByStatus(t, c, "sticky")["run/running"][0]
 	waitFor(t, 10*time.Second, "v1's output", func() bool {
-		out, code := cli(t, addr, "alloc", "logs", v1[:8])
+		out, code := cli(t, a.addr, "alloc", "logs", v1[:8])
 		return code == 0 && out == "seen=\n"
 	})
-	out, code := cli(t, addr, "alloc", "logs", "-stderr", v1, "server")
+	out, code := cli(t, a.addr, "alloc", "logs", "-stderr", v1, "server")
 	if code != 0 || out != "to stderr v1\n" {
 		t.Errorf("stderr: %d %q", code, out)
 	}
@@ -261,7 +261,7 @@ while true; do sleep 0.2; done`)
 		t.Errorf("v2 replaces %q, want %q", al.PreviousAllocation, v1)
 	}
 	waitFor(t, 10*time.Second, "v2's output", func() bool {
-		out, _ = cli(t, addr, "alloc", "logs", v2)
+		out, _ = cli(t, a.addr, "alloc", "logs", v2)
 		return out != ""
 	})
 	if out != "seen=v1\n" {
@@ -285,19 +285,19 @@ while true; do sleep 0.2; done`)
 		}
 		return batch != ""
 	})
-	out, code = cli(t, addr, "alloc", "logs", "-f", batch)
+	out, code = cli(t, a.addr, "alloc", "logs", "-f", batch)
 	if code != 0 || !strings.HasPrefix(out, "line 1\nline 2\n") || !strings.HasSuffix(out, "line 30\nlast\n") {
 		t.Errorf("-f: %d %q", code, out)
 	}
-	out, code = cli(t, addr, "alloc", "logs", "-tail", "-n", "3", batch)
+	out, code = cli(t, a.addr, "alloc", "logs", "-tail", "-n", "3", batch)
 	if code != 0 || out != "line 29\nline 30\nlast\n" {
 		t.Errorf("-tail -n 3: %d %q", code, out)
 	}
-	out, code = cli(t, addr, "alloc", "logs", "-tail", "-c", "5", batch)
+	out, code = cli(t, a.addr, "alloc", "logs", "-tail", "-c", "5", batch)
 	if code != 0 || out != "last\n" {
 		t.Errorf("-tail -c 5: %d %q", code, out)
 	}
-	if _, code = cli(t, addr, "alloc", "logs", batch, "nope"); code == 0 {
+	if _, code = cli(t, a.addr, "alloc", "logs", batch, "nope"); code == 0 {
 		t.Error("logs of an unknown task succeeded")
 	}
 }

@@ -14,7 +14,7 @@ import (
 // the delayed-eval path).
 func TestBatchRescheduleDelayAndAttempts(t *testing.T) {
 	dir := t.TempDir()
-	a := startAgent(t, dir+"/data", freeAddr(t))
+	a := startAgent(t, dir+"/data", anyPort)
 	c := a.client()
 	script := taskScript(t, dir, "fail.sh", "exit 1")
 	job := batchJob("flaky", script)
@@ -94,7 +94,7 @@ func TestBatchRescheduleDelayAndAttempts(t *testing.T) {
 // deployment, visible at GET /v1/job/:id/deployment.
 func TestDeploymentVisible(t *testing.T) {
 	dir := t.TempDir()
-	a := startAgent(t, dir+"/data", freeAddr(t))
+	a := startAgent(t, dir+"/data", anyPort)
 	c := a.client()
 	script := taskScript(t, dir, "svc.sh", "while true; do sleep 1; done")
 	job := serviceJob("rolling", 2, script)

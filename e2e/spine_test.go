@@ -71,8 +71,7 @@ func count(m map[string][]string, key string) int { return len(m[key]) }
 func TestDevAgentEndToEnd(t *testing.T) {
 	dir := t.TempDir()
 	data := dir + "/data"
-	addr := freeAddr(t)
-	a := startAgent(t, data, addr)
+	a := startAgent(t, data, anyPort)
 	c := a.client()
 	script := taskScript(t, dir, "service.sh", "while true; do sleep 1; done")
 
@@ -117,7 +116,7 @@ func TestDevAgentEndToEnd(t *testing.T) {
 	if got := procsWith(script + " v2"); len(got) != 1 {
 		t.Fatalf("task processes after the agent crash: %v (tasks run under their supervisors)", got)
 	}
-	a = startAgent(t, data, addr)
+	a = startAgent(t, data, anyPort)
 	c = a.client()
 	job, _, err := c.Jobs().Info("web", nil)
 	if err != nil || *job.Version != 2 {
@@ -188,7 +187,7 @@ func TestDevAgentEndToEnd(t *testing.T) {
 // allocations and evaluation, and stops it against the dev agent.
 func TestNomadGoClient(t *testing.T) {
 	dir := t.TempDir()
-	a := startAgent(t, dir+"/data", freeAddr(t))
+	a := startAgent(t, dir+"/data", anyPort)
 	c := a.client()
 	script := taskScript(t, dir, "svc.sh", "while true; do sleep 1; done")
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -319,5 +320,64 @@ func TestRelatedEvaluations(t *testing.T) {
 	_, body = e.do(http.MethodGet, "/v1/evaluation/a", nil)
 	if strings.Contains(body, "RelatedEvals") {
 		t.Fatal("related evals without ?related=true")
+	}
+}
+
+// TestRequestLimitsAndStrictness: oversized bodies, bad waits, wrong
+// methods, another region or namespace are refused with the right status.
+func TestRequestLimitsAndStrictness(t *testing.T) {
+	e := newEnv(t)
+	huge := mutate(t, func(j map[string]any) {
+		meta := map[string]any{}
+		for i := 0; i < 200000; i++ {
+			meta[strings.Repeat("k", 10)+string(rune('a'+i%26))+itoa(i)] = "value"
+		}
+		j["Meta"] = meta
+	})
+	if resp, body := e.do(http.MethodPut, "/v1/jobs", huge); resp.StatusCode != http.StatusRequestEntityTooLarge || !strings.Contains(body, "limit") {
+		t.Fatalf("oversized job: %d %s", resp.StatusCode, body)
+	}
+	for _, wait := range []string{"-1s", "0", "1", "soon"} {
+		if resp, body := e.do(http.MethodGet, "/v1/jobs?index=5&wait="+wait, nil); resp.StatusCode != 400 || !strings.Contains(body, "wait") {
+			t.Fatalf("wait=%s: %d %s", wait, resp.StatusCode, body)
+		}
+	}
+	if resp, _ := e.do(http.MethodDelete, "/v1/jobs", nil); resp.StatusCode != http.StatusMethodNotAllowed {
+		t.Fatalf("DELETE /v1/jobs: %d, want 405", resp.StatusCode)
+	}
+	if resp, _ := e.do(http.MethodGet, "/v1/nonsense", nil); resp.StatusCode != http.StatusNotFound {
+		t.Fatalf("unknown endpoint: %d", resp.StatusCode)
+	}
+	other := mutate(t, func(j map[string]any) { j["Region"] = "eu" })
+	if resp, body := e.do(http.MethodPut, "/v1/jobs", other); resp.StatusCode != 400 || !strings.Contains(body, "Region") {
+		t.Fatalf("another region: %d %s", resp.StatusCode, body)
+	}
+	ns := mutate(t, func(j map[string]any) { j["Namespace"] = "default" })
+	if resp, body := e.do(http.MethodPut, "/v1/jobs?namespace=other", ns); resp.StatusCode != 400 || !strings.Contains(body, "Namespace") {
+		t.Fatalf("namespace mismatch: %d %s", resp.StatusCode, body)
+	}
+	jobs, _ := e.store.Jobs(context.Background(), "*", "")
+	if len(jobs) != 0 {
+		t.Fatalf("refused requests stored %d jobs", len(jobs))
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }
+
+// TestPreserveCounts: `job run -preserve-counts` keeps the current counts.
+func TestPreserveCounts(t *testing.T) {
+	e := newEnv(t)
+	e.do(http.MethodPut, "/v1/jobs", []byte(goodJob)) // count 2
+	scaled := mutate(t, func(j map[string]any) { group(j)["Count"] = 7; task(j)["Env"] = map[string]any{"V": "2"} })
+	var body map[string]any
+	_ = json.Unmarshal(scaled, &body)
+	body["PreserveCounts"] = true
+	b, _ := json.Marshal(body)
+	if resp, msg := e.do(http.MethodPut, "/v1/jobs", b); resp.StatusCode != 200 {
+		t.Fatalf("register: %d %s", resp.StatusCode, msg)
+	}
+	j, _ := e.store.Job(context.Background(), "default", "web")
+	if j.TaskGroups[0].Count != 2 || j.TaskGroups[0].Tasks[0].Env["V"] != "2" {
+		t.Fatalf("count %d env %v: the count must be kept, the rest updated", j.TaskGroups[0].Count, j.TaskGroups[0].Tasks[0].Env)
 	}
 }

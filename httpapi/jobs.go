@@ -2,6 +2,8 @@ package httpapi
 
 import (
 	"context"
+	"errors"
+	"fmt"
 	"net/http"
 	"sort"
 
@@ -107,12 +109,27 @@ func (s *Server) registerJobAt(w http.ResponseWriter, r *http.Request) {
 	s.register(w, r, r.PathValue("id"))
 }
 
+// MaxJobBody bounds a job registration's body (bytes). Nomad sets no
+// limit; drover stores each job version as one item (400 KB on DynamoDB,
+// compressed), so a larger spec is refused up front.
+const MaxJobBody = 4 << 20
+
 func (s *Server) register(w http.ResponseWriter, r *http.Request, pathID string) {
-	req, err := jobspec.DecodeRegisterRequestOpts(r.Body, jobspec.DecodeOptions{
+	body := http.MaxBytesReader(w, r.Body, MaxJobBody)
+	req, err := jobspec.DecodeRegisterRequestOpts(body, jobspec.DecodeOptions{
 		Namespace: r.URL.Query().Get("namespace"), Region: r.URL.Query().Get("region"),
 	})
+	var tooBig *http.MaxBytesError
+	if errors.As(err, &tooBig) {
+		writeError(w, http.StatusRequestEntityTooLarge, fmt.Sprintf("request body: larger than drover's limit of %d bytes for a job", MaxJobBody))
+		return
+	}
 	if err != nil {
 		s.fail(w, r, err)
+		return
+	}
+	if region := s.cfg.Agent.Region; region != "" && req.Job.Region != region {
+		s.fail(w, r, badRequestf("Job.Region: %q is not this cluster's region %q (drover runs one region)", req.Job.Region, region))
 		return
 	}
 	if pathID != "" && req.Job.ID != pathID {
@@ -121,6 +138,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request, pathID string)
 	}
 	resp, err := s.cfg.Jobs.RegisterJob(r.Context(), &controlplane.RegisterRequest{
 		Job: req.Job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority,
+		PreserveCounts: req.PreserveCounts,
 	})
 	if err != nil {
 		s.fail(w, r, err)

@@ -82,8 +82,8 @@ type Config struct {
 	// PollInterval is the blocking-query poll interval without a Watcher
 	// (default 1 s).
 	PollInterval time.Duration
-	// MaxWait caps a blocking query's wait (default 5 min; on AWS keep it
-	// below API Gateway's 30 s).
+	// MaxWait caps a blocking query's wait (default 10 min, Nomad's cap;
+	// on AWS keep it below API Gateway's 30 s).
 	MaxWait time.Duration
 	Agent   AgentInfo
 	Logger  *zap.Logger
@@ -110,7 +110,7 @@ func New(cfg Config) *Server {
 		cfg.PollInterval = time.Second
 	}
 	if cfg.MaxWait <= 0 {
-		cfg.MaxWait = 5 * time.Minute
+		cfg.MaxWait = 10 * time.Minute
 	}
 	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
 	if s.log == nil {
@@ -166,9 +166,6 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/deployment/allocations/{id}", s.deploymentAllocations)
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
-	m.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
-		writeError(w, http.StatusNotFound, fmt.Sprintf("no such endpoint: %s %s", r.Method, r.URL.Path))
-	})
 }
 
 // Response helpers.
@@ -322,11 +319,10 @@ func (s *Server) blockingParams(r *http.Request) (uint64, time.Duration, error) 
 	if v := q.Get("wait"); v != "" {
 		d, err := time.ParseDuration(v)
 		if err != nil {
-			secs, err2 := strconv.Atoi(v)
-			if err2 != nil {
-				return 0, 0, badRequestf("query parameter \"wait\": %q is not a duration", v)
-			}
-			d = time.Duration(secs) * time.Second
+			return 0, 0, badRequestf("query parameter \"wait\": %q is not a duration with a unit (for example 30s or 5m)", v)
+		}
+		if d <= 0 {
+			return 0, 0, badRequestf("query parameter \"wait\": must be positive (got %s)", v)
 		}
 		wait = d
 	}

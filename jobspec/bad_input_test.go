@@ -89,6 +89,11 @@ func TestBadInput(t *testing.T) {
 		// Job.
 		{name: "ID empty", mut: func(m obj) { jobOf(m)["ID"] = ""; jobOf(m)["Name"] = "web" }, field: "Job.ID", rule: "must not be empty"},
 		{name: "ID with space", mut: func(m obj) { jobOf(m)["ID"] = "my job" }, field: "Job.ID", rule: "must not contain spaces"},
+		{name: "ID with a slash", mut: func(m obj) { jobOf(m)["ID"] = "a/b" }, field: "Job.ID", rule: "usable in a URL path"},
+		{name: "ID dot-dot", mut: func(m obj) { jobOf(m)["ID"] = ".." }, field: "Job.ID", rule: "usable in a URL path"},
+		{name: "ID with a control character", mut: func(m obj) { jobOf(m)["ID"] = "a\x01b" }, field: "Job.ID", rule: "usable in a URL path"},
+		{name: "count above drover's limit", mut: func(m obj) { grp(m, 0)["Count"] = 99999999999 }, field: gp + ".Count", rule: "must be at most 10000"},
+		{name: "task user", mut: func(m obj) { tsk(m, 0, 0)["User"] = "nobody" }, field: tp + ".User", rule: "not supported"},
 		{name: "ID with null", mut: func(m obj) { jobOf(m)["ID"] = "a\x00b" }, field: "Job.ID", rule: "null characters"},
 		{name: "ID too long", mut: func(m obj) { jobOf(m)["ID"] = strings.Repeat("a", 129) }, field: "Job.ID", rule: "at most 128 bytes"},
 		{name: "name empty", mut: func(m obj) { jobOf(m)["Name"] = "" }, field: "Job.Name", rule: "must not be empty"},

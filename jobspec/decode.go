@@ -98,6 +98,9 @@ func DecodeRegisterRequestOpts(r io.Reader, opts DecodeOptions) (*RegisterReques
 
 	// Namespace and region precedence, before Canonicalize fills defaults.
 	switch {
+	case opts.Namespace != "" && req.Job.Namespace != nil && *req.Job.Namespace != "" && *req.Job.Namespace != opts.Namespace:
+		return nil, ValidationErrors{{Field: "Job.Namespace", Rule: fmt.Sprintf(
+			"%q does not match the request's namespace %q (?namespace=)", *req.Job.Namespace, opts.Namespace)}}
 	case opts.Namespace != "":
 		req.Job.Namespace = &opts.Namespace
 	case req.Namespace != "":

@@ -62,8 +62,8 @@ func TestMinimalServiceJobGetsNomadDefaults(t *testing.T) {
 	eq(t, "Priority", j.Priority, 50)
 	eq(t, "NodePool", j.NodePool, "default")
 	eq(t, "AllAtOnce", j.AllAtOnce, false)
-	if j.Datacenters != nil {
-		t.Errorf("Datacenters = %v, want nil (any datacenter)", j.Datacenters)
+	if len(j.Datacenters) != 1 || j.Datacenters[0] != "*" {
+		t.Errorf("Datacenters = %v, want [*] (any datacenter, as Nomad stores it)", j.Datacenters)
 	}
 	if j.Update == nil || *j.Update != defaultUpdate {
 		t.Errorf("job Update = %+v, want Nomad's default %+v", j.Update, defaultUpdate)
@@ -256,7 +256,8 @@ func TestNamespaceAndRegionPrecedence(t *testing.T) {
 		{"default", minimalService, DecodeOptions{}, "default"},
 		{"job's own", withNS, DecodeOptions{}, "jobns"},
 		{"body wins over job", strings.Replace(withNS, `{"Job"`, `{"Namespace": "bodyns", "Job"`, 1), DecodeOptions{}, "bodyns"},
-		{"query wins over all", strings.Replace(withNS, `{"Job"`, `{"Namespace": "bodyns", "Job"`, 1), DecodeOptions{Namespace: "queryns"}, "queryns"},
+		{"query fills a job without one", minimalService, DecodeOptions{Namespace: "queryns"}, "queryns"},
+		{"query equal to the job's", withNS, DecodeOptions{Namespace: "jobns"}, "jobns"},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -267,6 +268,14 @@ func TestNamespaceAndRegionPrecedence(t *testing.T) {
 			eq(t, "Job.Namespace", req.Job.Namespace, c.wantNS)
 			eq(t, "Namespace", req.Namespace, c.wantNS)
 		})
+	}
+
+	// A job naming another namespace than the request's is refused, not
+	// silently moved.
+	_, err := DecodeRegisterRequestOpts(strings.NewReader(withNS), DecodeOptions{Namespace: "queryns"})
+	var ves ValidationErrors
+	if !errors.As(err, &ves) || ves[0].Field != "Job.Namespace" {
+		t.Fatalf("namespace mismatch: %v", err)
 	}
 
 	req, err := DecodeRegisterRequestOpts(strings.NewReader(minimalService), DecodeOptions{Region: "eu"})
@@ -525,5 +534,19 @@ func TestWildcardDatacenter(t *testing.T) {
 	body := strings.Replace(minimalService, `"ID": "web",`, `"ID": "web", "Datacenters": ["*"],`, 1)
 	if dcs := decode(t, body).Job.Datacenters; !reflect.DeepEqual(dcs, []string{"*"}) {
 		t.Errorf("Datacenters = %v, want [*]", dcs)
+	}
+}
+
+// TestDeepNestingGivesAShortError: a pathological body gets a 400 whose
+// message stays small.
+func TestDeepNestingGivesAShortError(t *testing.T) {
+	deep := `{"Job": {"ID": "x", "Meta": ` + strings.Repeat("[", 1000) + strings.Repeat("]", 1000) + `}}`
+	_, err := DecodeRegisterRequest(strings.NewReader(deep))
+	var ve *ValidationError
+	if !errors.As(err, &ve) {
+		t.Fatalf("deep nesting: %v", err)
+	}
+	if len(err.Error()) > 1000 {
+		t.Fatalf("error message of %d bytes", len(err.Error()))
 	}
 }

@@ -23,7 +23,7 @@ func (e *ValidationError) Error() string {
 	if e.Field == "" {
 		return e.Rule
 	}
-	return e.Field + ": " + e.Rule
+	return shortenPath(e.Field) + ": " + e.Rule
 }
 
 // ValidationErrors collects every problem found in one job, in a stable
@@ -125,4 +125,16 @@ func groupPath(i int, name string) string {
 
 func taskPath(gp string, i int, name string) string {
 	return named(gp+".Tasks", i, name)
+}
+
+// maxFieldPath bounds how much of a field path an error repeats: a
+// pathological body (JSON nested thousands deep) must not produce a
+// message of that size.
+const maxFieldPath = 240
+
+func shortenPath(p string) string {
+	if len(p) <= maxFieldPath {
+		return p
+	}
+	return p[:maxFieldPath/2] + "…" + p[len(p)-maxFieldPath/2:]
 }

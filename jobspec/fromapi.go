@@ -323,7 +323,7 @@ func convertJob(j *api.Job, disc []disconnect) *structs.Job {
 		Type:        deref(j.Type),
 		Priority:    deref(j.Priority),
 		AllAtOnce:   deref(j.AllAtOnce),
-		Datacenters: cloneSlice(j.Datacenters),
+		Datacenters: datacentersOrAll(j.Datacenters),
 		NodePool:    deref(j.NodePool),
 		Constraints: convertConstraints(j.Constraints),
 		Update:      convertUpdate(j.Update),
@@ -496,4 +496,13 @@ func cloneMap[K comparable, V any](m map[K]V) map[K]V {
 		out[k] = v
 	}
 	return out
+}
+
+// datacentersOrAll returns the job's datacenters, or ["*"] (every
+// datacenter) when it names none, as Nomad since 1.5 stores it.
+func datacentersOrAll(dcs []string) []string {
+	if len(dcs) == 0 {
+		return []string{"*"}
+	}
+	return cloneSlice(dcs)
 }

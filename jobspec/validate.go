@@ -28,6 +28,10 @@ const (
 	MinRescheduleDelay = 5 * time.Second
 	// MinRescheduleInterval is the shortest interval of a limited reschedule policy.
 	MinRescheduleInterval = 15 * time.Second
+	// MaxGroupCount bounds a group's count: drover's own limit (Nomad sets
+	// none), so that one registration cannot ask the scheduler for more
+	// allocations than it can plan in one evaluation.
+	MaxGroupCount = 10000
 )
 
 var (
@@ -61,6 +65,8 @@ func validateJob(j *structs.Job, errs *errorList) {
 		errs.add(join(jp, "ID"), "must not contain spaces (got %q)", j.ID)
 	case strings.Contains(j.ID, "\x00"):
 		errs.add(join(jp, "ID"), "must not contain null characters")
+	case j.ID == "." || j.ID == ".." || strings.ContainsAny(j.ID, "/?#%") || hasControl(j.ID):
+		errs.add(join(jp, "ID"), "must be usable in a URL path: not \".\" or \"..\", and no '/', '?', '#', '%%' or control characters (got %q)", j.ID)
 	case len(j.ID) > MaxIDLength:
 		errs.add(join(jp, "ID"), "must be at most %d bytes long (got %d)", MaxIDLength, len(j.ID))
 	}
@@ -138,6 +144,9 @@ func validateJob(j *structs.Job, errs *errorList) {
 }
 
 func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *errorList) {
+	if tg.Count > MaxGroupCount {
+		errs.add(join(gp, "Count"), "must be at most %d (got %d)", MaxGroupCount, tg.Count)
+	}
 	if tg.Count < 0 {
 		errs.add(join(gp, "Count"), "must not be negative (got %d)", tg.Count)
 	}
@@ -247,6 +256,10 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 		for _, e := range validate(config) {
 			errs.add(join(join(tp, "Config"), e.Field), "%s", e.Rule)
 		}
+	}
+
+	if t.User != "" {
+		errs.add(join(tp, "User"), "is not supported by drover yet: its raw_exec driver runs tasks as the agent's user (got %q)", t.User)
 	}
 
 	if t.KillTimeout < 0 {
@@ -559,4 +572,14 @@ func validateMigrate(m *structs.MigrateStrategy, path string, errs *errorList) {
 	if m.MinHealthyTime >= 0 && m.HealthyDeadline >= 0 && m.MinHealthyTime > m.HealthyDeadline {
 		errs.add(join(path, "MinHealthyTime"), "must not be longer than healthy_deadline (%v > %v)", m.MinHealthyTime, m.HealthyDeadline)
 	}
+}
+
+// hasControl reports whether s holds an ASCII control character.
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < 0x20 || r == 0x7f {
+			return true
+		}
+	}
+	return false
 }

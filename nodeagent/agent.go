@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -106,6 +107,9 @@ type Agent struct {
 	state     *stateDB
 	stateLost string
 	reporter  *reporter
+
+	// heartbeatTTL is the TTL (ns) the last registration answered.
+	heartbeatTTL atomic.Int64
 
 	mu      sync.Mutex
 	runners map[string]*allocRunner
@@ -427,6 +431,7 @@ func (a *Agent) register(ctx context.Context) bool {
 		ttl, err := a.cp.RegisterNode(ctx, a.Node())
 		if err == nil {
 			a.logger.Info("node registered", zap.Duration("ttl", ttl))
+			a.heartbeatTTL.Store(int64(ttl))
 			return true
 		}
 		a.logger.Warn("node registration failed, retrying", zap.Error(err), zap.Duration("backoff", backoff))
@@ -442,7 +447,12 @@ func (a *Agent) register(ctx context.Context) bool {
 // heartbeatLoop heartbeats at a third of the TTL; after failures it
 // retries quickly and re-registers.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
-	ttl := defaultHeartbeatTTL
+	// Start from the TTL the registration answered: a short TTL must be
+	// honoured from the first heartbeat on.
+	ttl := time.Duration(a.heartbeatTTL.Load())
+	if ttl <= 0 {
+		ttl = defaultHeartbeatTTL
+	}
 	failures := 0
 	for {
 		wait := ttl / 3

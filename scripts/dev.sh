@@ -10,6 +10,18 @@ PID_FILE="$DEV/agent.pid"
 
 running() { [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null; }
 
+# orphans lists the task supervisors left under the dev data dir by an
+# agent that died without stopping its tasks.
+orphans() {
+	data=$(cd "$DEV" 2>/dev/null && pwd)/data
+	for f in /proc/[0-9]*/cmdline; do
+		cmd=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+		case "$cmd" in
+		*task-supervisor*"$data"*) p=${f#/proc/}; echo "${p%/cmdline}" ;;
+		esac
+	done
+}
+
 if [ "${1:-start}" = "stop" ]; then
 	if running; then
 		pid=$(cat "$PID_FILE")
@@ -21,6 +33,15 @@ if [ "${1:-start}" = "stop" ]; then
 		echo "==> no dev agent running"
 	fi
 	rm -f "$PID_FILE"
+	# An agent that crashed left its tasks running under their supervisors:
+	# stop those too (each task runs in its own process group).
+	for sup in $(orphans); do
+		for child in $(grep -l "^[0-9]* ([^)]*) [A-Z] $sup " /proc/[0-9]*/stat 2>/dev/null | cut -d/ -f3); do
+			kill -TERM -- "-$child" 2>/dev/null || true
+		done
+		kill -TERM "$sup" 2>/dev/null || true
+		echo "==> stopped tasks left by a crashed agent (supervisor pid $sup)"
+	done
 	exit 0
 fi
 
@@ -45,15 +66,19 @@ until "$BIN" node status -address "$ADDR" 2>/dev/null | grep -q ' ready'; do
 done
 
 "$BIN" job run -address "$ADDR" examples/hello.json
-sleep 1
+sleep 2
 echo
 "$BIN" job status -address "$ADDR" hello
+A=""
+if [ "$ADDR" != "127.0.0.1:4646" ]; then
+	A=" -address $ADDR"
+fi
 cat <<MSG
 
 ==> The example job "hello" is running: two allocations of a task that says hello every 5 seconds.
-    See it:      $BIN job status hello
-                 $BIN alloc status <alloc ID from the table above>
+    See it:      $BIN job status$A hello
+                 $BIN alloc status$A <alloc ID from the table above>
                  tail -f $DEV/data/client/alloc/*/alloc/logs/greeter.stdout.0
     The API:     curl http://$ADDR/v1/job/hello/allocations
-    Stop it:     $BIN job stop hello        (or: make dev-stop, which stops the agent too)
+    Stop it:     $BIN job stop$A hello        (or: make dev-stop, which stops the agent too)
 MSG

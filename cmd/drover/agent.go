@@ -113,6 +113,10 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "drover agent: %v\n", err)
 		return 1
 	}
+	if err := a.Listen(); err != nil {
+		fmt.Fprintf(stderr, "drover agent: %v\n", err)
+		return 1
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	mode := "dev (server + client, raw_exec enabled)"
@@ -127,7 +131,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintf(stdout, "==> drover agent configuration:\n\n")
 	fmt.Fprintf(stdout, "       Mode: %s\n", mode)
 	if *dev || *server {
-		fmt.Fprintf(stdout, "   HTTP API: http://%s\n", *httpAddr)
+		fmt.Fprintf(stdout, "   HTTP API: http://%s\n", a.ListenAddr())
 	}
 	fmt.Fprintf(stdout, "   Data dir: %s\n", dir)
 	if id := a.NodeID(); id != "" {

@@ -1,0 +1,415 @@
+package controlplane
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.uber.org/zap/zaptest"
+
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/storage/embedded"
+	"github.com/drover-sched/drover/structs"
+)
+
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *clock) Add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type fixture struct {
+	t     *testing.T
+	ctx   context.Context
+	store *embedded.Store
+	svc   *Service
+	clk   *clock
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	store, err := embedded.Open(filepath.Join(t.TempDir(), "state.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	clk := &clock{now: time.Now().UTC()}
+	svc := New(Config{Store: store, Logger: zaptest.NewLogger(t), Now: clk.Now, HeartbeatTTL: 10 * time.Second})
+	return &fixture{t: t, ctx: context.Background(), store: store, svc: svc, clk: clk}
+}
+
+func (f *fixture) node(id string) {
+	f.t.Helper()
+	if _, err := f.svc.RegisterNode(f.ctx, &structs.Node{ID: id, Name: id, Datacenter: "dc1",
+		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 8000}, Memory: structs.NodeMemoryResources{MemoryMB: 8192}},
+		Drivers:       map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}}}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
+func testJob(id string, count int) *structs.Job {
+	return &structs.Job{Region: "global", Namespace: "default", ID: id, Name: id, Type: structs.JobTypeService, Priority: 50,
+		TaskGroups: []*structs.TaskGroup{{Name: "web", Count: count,
+			Tasks: []*structs.Task{{Name: "t", Driver: "raw_exec", Config: map[string]any{"command": "/bin/true"},
+				Resources: &structs.Resources{CPU: 100, MemoryMB: 64}}}}}}
+}
+
+// place registers job and commits allocs of it on the given nodes (one
+// per entry), running, in deployment dep ("" for none).
+func (f *fixture) place(job *structs.Job, dep *structs.Deployment, nodes ...string) []*structs.Allocation {
+	f.t.Helper()
+	res, err := f.svc.RegisterJob(f.ctx, &RegisterRequest{Job: job})
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	cur, _ := f.store.Job(f.ctx, job.Namespace, job.ID)
+	var allocs []*structs.Allocation
+	for i, n := range nodes {
+		name := structs.AllocName(job.ID, "web", uint(i))
+		a := &structs.Allocation{ID: structs.AllocIDForPlacement(res.EvalID, name, false, ""), Namespace: job.Namespace,
+			EvalID: res.EvalID, Name: name, NodeID: n, JobID: job.ID, JobVersion: cur.Version, TaskGroup: "web",
+			AllocatedResources: structs.AllocatedResourcesFor(job.TaskGroups[0]),
+			DesiredStatus:      structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending}
+		if dep != nil {
+			a.DeploymentID = dep.ID
+		}
+		allocs = append(allocs, a)
+	}
+	done := &structs.Evaluation{ID: res.EvalID, Namespace: job.Namespace, JobID: job.ID, Status: structs.EvalStatusComplete}
+	p := &structs.Plan{EvalID: res.EvalID, Namespace: job.Namespace, JobID: job.ID, JobModifyIndex: cur.JobModifyIndex,
+		Placements: allocs, Deployment: dep, Evals: []*structs.Evaluation{done}}
+	if _, err := f.store.CommitPlan(f.ctx, p); err != nil {
+		f.t.Fatal(err)
+	}
+	for _, a := range allocs {
+		if err := f.svc.UpdateAllocs(f.ctx, a.NodeID, []*structs.Allocation{{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning,
+			TaskStates: map[string]*structs.TaskState{"t": {State: structs.TaskStateRunning, StartedAt: f.clk.Now().Add(-time.Hour)}}}}); err != nil {
+			f.t.Fatal(err)
+		}
+	}
+	return allocs
+}
+
+func (f *fixture) pendingEvals(jobID, trigger string) []*structs.Evaluation {
+	evals, _ := f.store.EvalsByJob(f.ctx, "default", jobID)
+	var out []*structs.Evaluation
+	for _, e := range evals {
+		if e.Status == structs.EvalStatusPending && e.TriggeredBy == trigger {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+func TestMissedHeartbeatMarksDownOrDisconnected(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	f.node("n2")
+	f.node("n3")
+	f.place(testJob("plain", 1), nil, "n1")
+	tolerant := testJob("tolerant", 1)
+	d := time.Minute
+	tolerant.TaskGroups[0].MaxClientDisconnect = &d
+	f.place(tolerant, nil, "n2")
+
+	// Everyone is within the TTL: nothing happens.
+	f.clk.Add(5 * time.Second)
+	if n, err := f.svc.CheckHeartbeats(f.ctx, 10*time.Second); err != nil || n != 0 {
+		t.Fatalf("marked %d (%v) within the TTL", n, err)
+	}
+	// n3 keeps heartbeating; n1 and n2 fall silent past TTL + grace.
+	f.clk.Add(16 * time.Second)
+	if _, err := f.svc.Heartbeat(f.ctx, "n3"); err != nil {
+		t.Fatal(err)
+	}
+	if n, err := f.svc.CheckHeartbeats(f.ctx, 10*time.Second); err != nil || n != 2 {
+		t.Fatalf("marked %d (%v), want n1 and n2", n, err)
+	}
+	for id, want := range map[string]string{"n1": structs.NodeStatusDown, "n2": structs.NodeStatusDisconnected, "n3": structs.NodeStatusReady} {
+		if n, _ := f.store.Node(f.ctx, id); n.Status != want {
+			t.Fatalf("node %s is %s, want %s", id, n.Status, want)
+		}
+	}
+	if len(f.pendingEvals("plain", structs.EvalTriggerNodeUpdate)) != 1 || len(f.pendingEvals("tolerant", structs.EvalTriggerNodeUpdate)) != 1 {
+		t.Fatal("each job on a missed node gets a node-update evaluation")
+	}
+	// n2 heartbeats again: ready, and its jobs are evaluated (reconnect).
+	if _, err := f.svc.Heartbeat(f.ctx, "n2"); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.store.Node(f.ctx, "n2"); n.Status != structs.NodeStatusReady {
+		t.Fatalf("n2 after heartbeat: %s", n.Status)
+	}
+	if len(f.pendingEvals("tolerant", structs.EvalTriggerNodeUpdate)) != 2 {
+		t.Fatal("a node coming back evaluates its jobs")
+	}
+}
+
+func deploymentFor(job *structs.Job, version uint64, g structs.DeploymentState) *structs.Deployment {
+	gs := g
+	return &structs.Deployment{ID: structs.GenerateUUID(), Namespace: "default", JobID: job.ID, JobVersion: version,
+		Status: structs.DeploymentStatusRunning, StatusDescription: structs.DeploymentStatusDescriptionRunning,
+		TaskGroups: map[string]*structs.DeploymentState{"web": &gs}}
+}
+
+func health(ok bool, at time.Time) *structs.AllocDeploymentStatus {
+	return &structs.AllocDeploymentStatus{Healthy: &ok, Timestamp: at}
+}
+
+func TestHealthReportsDriveTheDeployment(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	job := testJob("web", 2)
+	dep := deploymentFor(job, 0, structs.DeploymentState{DesiredTotal: 2, ProgressDeadline: 10 * time.Minute})
+	allocs := f.place(job, dep, "n1", "n1")
+	before := len(f.pendingEvals("web", structs.EvalTriggerDeploymentWatcher))
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: "running",
+		DeploymentStatus: health(true, f.clk.Now())}}); err != nil {
+		t.Fatal(err)
+	}
+	evs := f.pendingEvals("web", structs.EvalTriggerDeploymentWatcher)
+	if len(evs) != before+1 || evs[len(evs)-1].DeploymentID != dep.ID {
+		t.Fatalf("a health report must create a deployment-watcher eval: %d", len(evs))
+	}
+	if d, _ := f.store.Deployment(f.ctx, dep.ID); d.TaskGroups["web"].HealthyAllocs != 1 || d.Status != structs.DeploymentStatusRunning {
+		t.Fatalf("deployment after a healthy report: %+v", d.TaskGroups["web"])
+	}
+	// The same report again creates nothing new.
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: "running", ClientDescription: "x",
+		DeploymentStatus: health(true, f.clk.Now())}}); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(f.pendingEvals("web", structs.EvalTriggerDeploymentWatcher)); n != before+1 {
+		t.Fatalf("a repeated report created evals: %d", n)
+	}
+	// An unhealthy alloc fails the running deployment.
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[1].ID, ClientStatus: "failed",
+		DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := f.store.Deployment(f.ctx, dep.ID)
+	if d.Status != structs.DeploymentStatusFailed || d.StatusDescription != structs.DeploymentStatusDescriptionFailedAllocations {
+		t.Fatalf("deployment after an unhealthy alloc: %s %q", d.Status, d.StatusDescription)
+	}
+}
+
+// TestAutoRevertOnFailure: a failing deployment with auto_revert
+// registers the latest stable version again.
+func TestAutoRevertOnFailure(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	v0 := testJob("web", 1)
+	dep0 := deploymentFor(v0, 0, structs.DeploymentState{DesiredTotal: 1})
+	f.place(v0, dep0, "n1")
+	if _, err := f.store.UpdateDeploymentStatus(f.ctx, &structs.DeploymentStatusUpdate{DeploymentID: dep0.ID,
+		Status: structs.DeploymentStatusSuccessful}); err != nil {
+		t.Fatal(err)
+	}
+	v1 := testJob("web", 1)
+	v1.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/false"}
+	dep1 := deploymentFor(v1, 1, structs.DeploymentState{DesiredTotal: 1, AutoRevert: true, ProgressDeadline: time.Minute})
+	allocs := f.place(v1, dep1, "n1")
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: "failed",
+		DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := f.store.Deployment(f.ctx, dep1.ID)
+	if d.Status != structs.DeploymentStatusFailed || d.StatusDescription != "Failed due to unhealthy allocations - rolling back to job version 0" {
+		t.Fatalf("failed deployment: %s %q", d.Status, d.StatusDescription)
+	}
+	cur, _ := f.store.Job(f.ctx, "default", "web")
+	if cur.Version != 2 || cur.TaskGroups[0].Tasks[0].Config["command"] != "/bin/true" {
+		t.Fatalf("job after auto-revert: version %d config %v", cur.Version, cur.TaskGroups[0].Tasks[0].Config)
+	}
+}
+
+func TestProgressDeadlineAndAutoPromote(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	slow := testJob("slow", 1)
+	dep := deploymentFor(slow, 0, structs.DeploymentState{DesiredTotal: 1, ProgressDeadline: time.Minute})
+	f.place(slow, dep, "n1")
+	if err := f.svc.CheckDeployments(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := f.store.Deployment(f.ctx, dep.ID); d.Status != structs.DeploymentStatusRunning {
+		t.Fatalf("failed before its deadline: %s", d.Status)
+	}
+	// The store set the deadline at the first placement, on the wall
+	// clock; move the service's clock past it.
+	f.clk.Add(2 * time.Minute)
+	if err := f.svc.CheckDeployments(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := f.store.Deployment(f.ctx, dep.ID); d.Status != structs.DeploymentStatusFailed ||
+		d.StatusDescription != structs.DeploymentStatusDescriptionProgressDeadline {
+		t.Fatalf("after the progress deadline: %s %q", d.Status, d.StatusDescription)
+	}
+
+	canary := testJob("canary", 2)
+	cdep := deploymentFor(canary, 0, structs.DeploymentState{DesiredTotal: 2, DesiredCanaries: 1, AutoPromote: true})
+	f.place(canary, cdep)
+	c := f.placeCanary("canary", cdep.ID, "n1")
+	// Not yet healthy: no promotion; and a manual promotion is refused.
+	if err := f.svc.CheckDeployments(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := f.store.Deployment(f.ctx, cdep.ID); d.TaskGroups["web"].Promoted {
+		t.Fatal("promoted before the canary was healthy")
+	}
+	if _, err := f.svc.PromoteDeployment(f.ctx, cdep.ID, nil); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("promotion with an unhealthy canary: %v", err)
+	}
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: c.ID, ClientStatus: "running",
+		DeploymentStatus: health(true, f.clk.Now())}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := f.svc.CheckDeployments(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := f.store.Deployment(f.ctx, cdep.ID); !d.TaskGroups["web"].Promoted {
+		t.Fatal("healthy canaries with auto_promote were not promoted")
+	}
+	if _, err := f.svc.PromoteDeployment(f.ctx, cdep.ID, nil); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("promoting twice: %v", err)
+	}
+	if _, err := f.svc.PromoteDeployment(f.ctx, "nope", nil); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("promoting an unknown deployment: %v", err)
+	}
+}
+
+func mustJob(f *fixture, id string) *structs.Job {
+	f.t.Helper()
+	j, err := f.store.Job(f.ctx, "default", id)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return j
+}
+
+// placeCanary commits a canary alloc of job's group "web" in deployment
+// depID on node, as a canary placement's plan does, and returns it.
+func (f *fixture) placeCanary(jobID, depID, node string) *structs.Allocation {
+	f.t.Helper()
+	job := mustJob(f, jobID)
+	name := structs.AllocName(jobID, "web", 0)
+	c := &structs.Allocation{ID: structs.AllocIDForPlacement("canary-eval", name, true, ""), Namespace: "default",
+		EvalID: "canary-eval", Name: name, NodeID: node, JobID: jobID, JobVersion: job.Version, TaskGroup: "web",
+		AllocatedResources: structs.AllocatedResourcesFor(job.TaskGroups[0]), DesiredStatus: "run", ClientStatus: "pending",
+		DeploymentID: depID, DeploymentStatus: &structs.AllocDeploymentStatus{Canary: true}}
+	if _, err := f.store.CommitPlan(f.ctx, &structs.Plan{EvalID: "canary-eval", Namespace: "default", JobID: jobID,
+		JobModifyIndex: job.JobModifyIndex, Placements: []*structs.Allocation{c}}); err != nil {
+		f.t.Fatal(err)
+	}
+	return c
+}
+
+func TestDrainerRespectsMaxParallel(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	f.node("n2")
+	job := testJob("web", 3)
+	job.TaskGroups[0].Migrate = &structs.MigrateStrategy{MaxParallel: 1, MinHealthyTime: time.Second}
+	allocs := f.place(job, nil, "n1", "n1", "n1")
+	if _, err := f.svc.UpdateEligibility(f.ctx, "n1", "sometimes"); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("bad eligibility: %v", err)
+	}
+	n, err := f.svc.UpdateDrain(f.ctx, "n1", &DrainSpec{Deadline: time.Hour}, false)
+	if err != nil || !n.Drain || n.SchedulingEligibility != structs.NodeSchedulingIneligible {
+		t.Fatalf("drain: %+v %v", n, err)
+	}
+	marked := func() int {
+		c := 0
+		for _, a := range allocs {
+			got, _ := f.store.Alloc(f.ctx, a.ID)
+			if got.DesiredTransition.ShouldMigrate() {
+				c++
+			}
+		}
+		return c
+	}
+	if m := marked(); m != 1 {
+		t.Fatalf("marked %d allocs for migration at once, max_parallel is 1", m)
+	}
+	if len(f.pendingEvals("web", structs.EvalTriggerNodeDrain)) != 1 {
+		t.Fatal("no node-drain evaluation")
+	}
+	// Nothing moves on until a replacement is healthy.
+	if err := f.svc.RunDrainer(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := marked(); m != 1 {
+		t.Fatalf("marked %d before the first replacement was healthy", m)
+	}
+	if _, err := f.svc.UpdateEligibility(f.ctx, "n1", structs.NodeSchedulingEligible); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("a draining node made eligible: %v", err)
+	}
+	// The deadline forces the rest.
+	f.clk.Add(2 * time.Hour)
+	if err := f.svc.RunDrainer(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := marked(); m != 3 {
+		t.Fatalf("marked %d after the deadline", m)
+	}
+	// Once nothing is left, the drain completes and the node stays
+	// ineligible.
+	for _, a := range allocs {
+		p := &structs.Plan{EvalID: "stop-" + a.ID, Namespace: "default", JobID: "web", JobModifyIndex: mustJob(f, "web").JobModifyIndex,
+			Stops: []*structs.AllocStop{{AllocID: a.ID, NodeID: "n1", DesiredStatus: structs.AllocDesiredStatusStop}}}
+		if _, err := f.store.CommitPlan(f.ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := f.svc.RunDrainer(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if n, _ := f.store.Node(f.ctx, "n1"); n.Drain || n.SchedulingEligibility != structs.NodeSchedulingIneligible {
+		t.Fatalf("after the drain: drain %v eligibility %s", n.Drain, n.SchedulingEligibility)
+	}
+}
+
+func TestRevertJob(t *testing.T) {
+	f := newFixture(t)
+	v0 := testJob("web", 1)
+	if _, err := f.svc.RegisterJob(f.ctx, &RegisterRequest{Job: v0}); err != nil {
+		t.Fatal(err)
+	}
+	v1 := testJob("web", 5)
+	v1.Priority = 70
+	if _, err := f.svc.RegisterJob(f.ctx, &RegisterRequest{Job: v1}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.RevertJob(f.ctx, "default", "web", 1, nil); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("revert to the current version: %v", err)
+	}
+	wrong := uint64(7)
+	if _, err := f.svc.RevertJob(f.ctx, "default", "web", 0, &wrong); !errors.Is(err, ErrBadRequest) {
+		t.Fatalf("enforced prior version mismatch: %v", err)
+	}
+	if _, err := f.svc.RevertJob(f.ctx, "default", "web", 9, nil); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("revert to a missing version: %v", err)
+	}
+	resp, err := f.svc.RevertJob(f.ctx, "default", "web", 0, nil)
+	if err != nil || resp.EvalID == "" {
+		t.Fatalf("revert: %v", err)
+	}
+	cur := mustJob(f, "web")
+	if cur.Version != 2 || cur.Priority != 50 || cur.TaskGroups[0].Count != 1 {
+		t.Fatalf("after revert: version %d priority %d count %d", cur.Version, cur.Priority, cur.TaskGroups[0].Count)
+	}
+}
