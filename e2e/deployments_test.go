@@ -213,4 +213,3 @@ func TestAutoRevert(t *testing.T) {
 		return args[0] == good && running == 2 && len(procsWith(good+" v1")) == 2
 	})
 }
-
