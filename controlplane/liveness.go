@@ -87,6 +87,15 @@ func (s *Service) createNodeEvals(ctx context.Context, nodeID, trigger string) e
 		}
 		jobs[structs.NamespacedJobID(a.Namespace, a.JobID)] = a
 	}
+	return s.createJobEvals(ctx, jobs, trigger, nodeID, false)
+}
+
+// createJobEvals creates, for each job named by one of its allocs (keyed
+// by namespace/job), an evaluation of the job's current version with
+// trigger and nodeID, in key order; purged jobs are evaluated from the
+// alloc's own job version (to stop what runs), and with skipStopped,
+// stopped or purged jobs are skipped. The evals are written and enqueued.
+func (s *Service) createJobEvals(ctx context.Context, jobs map[string]*structs.Allocation, trigger, nodeID string, skipStopped bool) error {
 	keys := make([]string, 0, len(jobs))
 	for k := range jobs {
 		keys = append(keys, k)
@@ -96,11 +105,15 @@ func (s *Service) createNodeEvals(ctx context.Context, nodeID, trigger string) e
 	for _, k := range keys {
 		a := jobs[k]
 		job, err := s.store.Job(ctx, a.Namespace, a.JobID)
+		if skipStopped && (err != nil || job.Stop) {
+			continue
+		}
 		prio, typ := structs.JobDefaultPriority, structs.JobTypeService
 		var jmi uint64
-		if err == nil {
+		switch {
+		case err == nil:
 			prio, typ, jmi = job.Priority, job.Type, job.JobModifyIndex
-		} else if a.Job != nil {
+		case a.Job != nil:
 			prio, typ = a.Job.Priority, a.Job.Type
 		}
 		ev := s.newEval(a.Namespace, a.JobID, typ, prio, trigger)
@@ -112,7 +125,11 @@ func (s *Service) createNodeEvals(ctx context.Context, nodeID, trigger string) e
 		return nil
 	}
 	if _, err := s.store.UpsertEvals(ctx, evals...); err != nil {
-		return fmt.Errorf("create node evaluations for %s: %w", nodeID, err)
+		return fmt.Errorf("create %s evaluations: %w", trigger, err)
+	}
+	for _, ev := range evals {
+		s.log.Info("evaluation created", zap.String("eval_id", ev.ID), zap.String("job_id", ev.JobID),
+			zap.String("triggered_by", trigger), zap.String("node_id", nodeID))
 	}
 	s.enqueue(ctx, evals...)
 	return nil

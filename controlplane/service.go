@@ -11,7 +11,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sort"
 	"sync"
 	"time"
 
@@ -317,31 +316,9 @@ func (s *Service) UpdateAllocs(ctx context.Context, nodeID string, updates []*st
 			failedJobs[structs.NamespacedJobID(a.Namespace, a.JobID)] = a
 		}
 	}
-	keys := make([]string, 0, len(failedJobs))
-	for k := range failedJobs {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	var evals []*structs.Evaluation
-	for _, k := range keys {
-		a := failedJobs[k]
-		job, err := s.store.Job(ctx, a.Namespace, a.JobID)
-		if err != nil || job.Stop {
-			continue // purged or stopped: nothing to reschedule
-		}
-		ev := s.newEval(a.Namespace, a.JobID, job.Type, job.Priority, structs.EvalTriggerRetryFailedAlloc)
-		ev.NodeID = nodeID
-		ev.JobModifyIndex = job.JobModifyIndex
-		evals = append(evals, ev)
-	}
-	if len(evals) > 0 {
-		if _, err := s.store.UpsertEvals(ctx, evals...); err != nil {
-			return fmt.Errorf("create alloc-failure evaluations: %w", err)
-		}
-		for _, ev := range evals {
-			s.log.Info("allocation failed; evaluation created", zap.String("eval_id", ev.ID), zap.String("job_id", ev.JobID), zap.String("node_id", nodeID))
-		}
-		s.enqueue(ctx, evals...)
+	// A failed alloc of a wanted job is rescheduled by a new evaluation.
+	if err := s.createJobEvals(ctx, failedJobs, structs.EvalTriggerRetryFailedAlloc, nodeID, true); err != nil {
+		return err
 	}
 	if err := s.reactToHealth(ctx, changes); err != nil {
 		return err

@@ -24,6 +24,19 @@ type clientFlags struct {
 	verbose   *bool
 }
 
+// newCommandFlags returns the flag set of an API command, with the common
+// client flags and a usage line printed above the flags' defaults.
+func newCommandFlags(name, usage string, stderr io.Writer) (*flag.FlagSet, *clientFlags) {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	cf := addClientFlags(fs)
+	fs.Usage = func() {
+		fmt.Fprintln(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs, cf
+}
+
 func addClientFlags(fs *flag.FlagSet) *clientFlags {
 	return &clientFlags{
 		address:   fs.String("address", "", "address of the drover agent (default $DROVER_ADDR or "+defaultAddr+")"),

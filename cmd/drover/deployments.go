@@ -29,10 +29,7 @@ func resolveDeployment(c *api.Client, prefix string) (*api.Deployment, error) {
 }
 
 func runDeploymentStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("deployment status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
-	fs.Usage = func() { fmt.Fprintln(stderr, "Usage: drover deployment status [DEPLOYMENT]"); fs.PrintDefaults() }
+	fs, cf := newCommandFlags("deployment status", "Usage: drover deployment status [DEPLOYMENT]", stderr)
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
@@ -179,10 +176,7 @@ func runDeploymentResume(args []string, stdout, stderr io.Writer) int {
 }
 
 func runJobHistory(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("job history", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
-	fs.Usage = func() { fmt.Fprintln(stderr, "Usage: drover job history JOB"); fs.PrintDefaults() }
+	fs, cf := newCommandFlags("job history", "Usage: drover job history JOB", stderr)
 	id, ok := oneArg(fs, args, "job")
 	if !ok {
 		return 1
@@ -244,9 +238,7 @@ func runJobRevert(args []string, stdout, stderr io.Writer) int {
 }
 
 func runNodeDrain(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("node drain", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
+	fs, cf := newCommandFlags("node drain", "Usage: drover node drain -enable|-disable [-deadline D] NODE", stderr)
 	enable := fs.Bool("enable", false, "start draining the node")
 	disable := fs.Bool("disable", false, "stop draining the node")
 	deadline := fs.Duration("deadline", time.Hour, "force the remaining allocations off after this long (-1s: never)")
@@ -254,10 +246,6 @@ func runNodeDrain(args []string, stdout, stderr io.Writer) int {
 	noDeadline := fs.Bool("no-deadline", false, "drain without a deadline")
 	ignoreSystem := fs.Bool("ignore-system", false, "leave system jobs running (drover has none yet)")
 	keepIneligible := fs.Bool("keep-ineligible", false, "with -disable: keep the node ineligible")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: drover node drain -enable|-disable [-deadline D] NODE")
-		fs.PrintDefaults()
-	}
 	id, ok := oneArg(fs, args, "node")
 	if !ok {
 		return 1
@@ -292,15 +280,9 @@ func runNodeDrain(args []string, stdout, stderr io.Writer) int {
 }
 
 func runNodeEligibility(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("node eligibility", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
+	fs, cf := newCommandFlags("node eligibility", "Usage: drover node eligibility -enable|-disable NODE", stderr)
 	enable := fs.Bool("enable", false, "mark the node eligible for new placements")
 	disable := fs.Bool("disable", false, "mark the node ineligible for new placements")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: drover node eligibility -enable|-disable NODE")
-		fs.PrintDefaults()
-	}
 	id, ok := oneArg(fs, args, "node")
 	if !ok {
 		return 1

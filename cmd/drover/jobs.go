@@ -179,15 +179,9 @@ func plural(n int) string {
 }
 
 func runJobStop(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("job stop", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
+	fs, cf := newCommandFlags("job stop", "Usage: drover job stop [-purge] [-detach] JOB", stderr)
 	purge := fs.Bool("purge", false, "purge the job from the state store once its allocations are stopped")
 	detach := fs.Bool("detach", false, "return after submitting, without following the evaluation")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: drover job stop [-purge] [-detach] JOB")
-		fs.PrintDefaults()
-	}
 	id, ok := oneArg(fs, args, "job")
 	if !ok {
 		return 1
@@ -208,13 +202,7 @@ func runJobStop(args []string, stdout, stderr io.Writer) int {
 }
 
 func runJobStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("job status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: drover job status [JOB]")
-		fs.PrintDefaults()
-	}
+	fs, cf := newCommandFlags("job status", "Usage: drover job status [JOB]", stderr)
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -22,18 +21,12 @@ const tailBytesPerLine = 256
 // /v1/client/fs/logs endpoint, read with Nomad's Go client as Nomad's
 // CLI does.
 func runAllocLogs(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("alloc logs", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
+	fs, cf := newCommandFlags("alloc logs", "Usage: drover alloc logs [-stderr] [-f] [-tail [-n N | -c N]] ALLOC [TASK]", stderr)
 	useStderr := fs.Bool("stderr", false, "show the task's stderr instead of its stdout")
 	follow := fs.Bool("f", false, "follow the output until the task is dead (or Ctrl-C)")
 	tail := fs.Bool("tail", false, "show the end of the output: -n lines (default 10), or -c bytes")
 	lines := fs.Int("n", 10, "with -tail: number of lines")
 	nbytes := fs.Int64("c", 0, "with -tail: number of bytes (instead of lines)")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: drover alloc logs [-stderr] [-f] [-tail [-n N | -c N]] ALLOC [TASK]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"flag"
 	"fmt"
 	"io"
 	"strings"
@@ -11,10 +10,7 @@ import (
 )
 
 func runAllocStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("alloc status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
-	fs.Usage = func() { fmt.Fprintln(stderr, "Usage: drover alloc status ALLOC"); fs.PrintDefaults() }
+	fs, cf := newCommandFlags("alloc status", "Usage: drover alloc status ALLOC", stderr)
 	id, ok := oneArg(fs, args, "alloc")
 	if !ok {
 		return 1
@@ -121,10 +117,7 @@ func orNA(s string) string {
 }
 
 func runEvalStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("eval status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
-	fs.Usage = func() { fmt.Fprintln(stderr, "Usage: drover eval status EVAL"); fs.PrintDefaults() }
+	fs, cf := newCommandFlags("eval status", "Usage: drover eval status EVAL", stderr)
 	id, ok := oneArg(fs, args, "eval")
 	if !ok {
 		return 1
@@ -197,10 +190,7 @@ func runEvalStatus(args []string, stdout, stderr io.Writer) int {
 }
 
 func runNodeStatus(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("node status", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	cf := addClientFlags(fs)
-	fs.Usage = func() { fmt.Fprintln(stderr, "Usage: drover node status [NODE]"); fs.PrintDefaults() }
+	fs, cf := newCommandFlags("node status", "Usage: drover node status [NODE]", stderr)
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}

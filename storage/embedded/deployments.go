@@ -95,12 +95,9 @@ func (w *wtx) countDeploymentAlloc(a *structs.Allocation, placed bool, prev *str
 
 func (w *wtx) updateDeploymentStatus(u *structs.DeploymentStatusUpdate) error {
 	b := w.tx.Bucket(bDeployments)
-	d, err := getJSON[structs.Deployment](b, []byte(u.DeploymentID))
+	d, err := getRequired[structs.Deployment](b, []byte(u.DeploymentID), func() error { return storage.NotFoundf("deployment %q", u.DeploymentID) })
 	if err != nil {
 		return err
-	}
-	if d == nil {
-		return storage.NotFoundf("deployment %q", u.DeploymentID)
 	}
 	d.Status = u.Status
 	d.StatusDescription = u.StatusDescription
@@ -116,12 +113,9 @@ func (w *wtx) updateDeploymentStatus(u *structs.DeploymentStatusUpdate) error {
 func (s *Store) Deployment(ctx context.Context, id string) (*structs.Deployment, error) {
 	var out *structs.Deployment
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		d, err := getJSON[structs.Deployment](tx.Bucket(bDeployments), []byte(id))
+		d, err := getRequired[structs.Deployment](tx.Bucket(bDeployments), []byte(id), func() error { return storage.NotFoundf("deployment %q", id) })
 		if err != nil {
 			return err
-		}
-		if d == nil {
-			return storage.NotFoundf("deployment %q", id)
 		}
 		out = d
 		return nil
@@ -214,12 +208,9 @@ func (s *Store) UpdateDeploymentStatus(ctx context.Context, u *structs.Deploymen
 // PromoteDeployment implements storage.Store.
 func (s *Store) PromoteDeployment(ctx context.Context, id string, groups []string, evals ...*structs.Evaluation) (uint64, error) {
 	return s.write(ctx, func(w *wtx) error {
-		d, err := getJSON[structs.Deployment](w.tx.Bucket(bDeployments), []byte(id))
+		d, err := getRequired[structs.Deployment](w.tx.Bucket(bDeployments), []byte(id), func() error { return storage.NotFoundf("deployment %q", id) })
 		if err != nil {
 			return err
-		}
-		if d == nil {
-			return storage.NotFoundf("deployment %q", id)
 		}
 		want := map[string]bool{}
 		for _, g := range groups {

@@ -58,12 +58,9 @@ func (s *Store) UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (
 func (s *Store) Eval(ctx context.Context, id string) (*structs.Evaluation, error) {
 	var out *structs.Evaluation
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		e, err := getJSON[structs.Evaluation](tx.Bucket(bEvals), []byte(id))
+		e, err := getRequired[structs.Evaluation](tx.Bucket(bEvals), []byte(id), func() error { return storage.NotFoundf("evaluation %q", id) })
 		if err != nil {
 			return err
-		}
-		if e == nil {
-			return storage.NotFoundf("evaluation %q", id)
 		}
 		out = e
 		return nil

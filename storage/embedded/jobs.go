@@ -164,12 +164,9 @@ func (s *Store) DeregisterJob(ctx context.Context, req *storage.DeregisterJobReq
 	var res storage.RegisterJobResult
 	idx, err := s.write(ctx, func(w *wtx) error {
 		jobs := w.tx.Bucket(bJobs)
-		existing, err := getJSON[structs.Job](jobs, key(req.Namespace, req.JobID))
+		existing, err := getRequired[structs.Job](jobs, key(req.Namespace, req.JobID), func() error { return storage.NotFoundf("job %q in namespace %q", req.JobID, req.Namespace) })
 		if err != nil {
 			return err
-		}
-		if existing == nil {
-			return storage.NotFoundf("job %q in namespace %q", req.JobID, req.Namespace)
 		}
 		eval := req.Eval.Copy()
 		if req.Purge {
@@ -209,12 +206,9 @@ func (s *Store) DeregisterJob(ctx context.Context, req *storage.DeregisterJobReq
 func (s *Store) Job(ctx context.Context, ns, id string) (*structs.Job, error) {
 	var out *structs.Job
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		j, err := getJSON[structs.Job](tx.Bucket(bJobs), key(ns, id))
+		j, err := getRequired[structs.Job](tx.Bucket(bJobs), key(ns, id), func() error { return storage.NotFoundf("job %q in namespace %q", id, ns) })
 		if err != nil {
 			return err
-		}
-		if j == nil {
-			return storage.NotFoundf("job %q in namespace %q", id, ns)
 		}
 		out = j
 		return nil
@@ -226,12 +220,9 @@ func (s *Store) Job(ctx context.Context, ns, id string) (*structs.Job, error) {
 func (s *Store) JobVersion(ctx context.Context, ns, id string, version uint64) (*structs.Job, error) {
 	var out *structs.Job
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		j, err := getJSON[structs.Job](tx.Bucket(bJobVersions), versionKey(ns, id, version))
+		j, err := getRequired[structs.Job](tx.Bucket(bJobVersions), versionKey(ns, id, version), func() error { return storage.NotFoundf("job %q version %d in namespace %q", id, version, ns) })
 		if err != nil {
 			return err
-		}
-		if j == nil {
-			return storage.NotFoundf("job %q version %d in namespace %q", id, version, ns)
 		}
 		out = j
 		return nil

@@ -51,12 +51,9 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at 
 	var out *structs.Node
 	_, err := s.write(ctx, func(w *wtx) error {
 		b := w.tx.Bucket(bNodes)
-		n, err := getJSON[structs.Node](b, []byte(nodeID))
+		n, err := getRequired[structs.Node](b, []byte(nodeID), func() error { return storage.NotFoundf("node %q", nodeID) })
 		if err != nil {
 			return err
-		}
-		if n == nil {
-			return storage.NotFoundf("node %q", nodeID)
 		}
 		if n.Status == status {
 			out = n
@@ -76,12 +73,9 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at 
 func (s *Store) Node(ctx context.Context, id string) (*structs.Node, error) {
 	var out *structs.Node
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		n, err := getJSON[structs.Node](tx.Bucket(bNodes), []byte(id))
+		n, err := getRequired[structs.Node](tx.Bucket(bNodes), []byte(id), func() error { return storage.NotFoundf("node %q", id) })
 		if err != nil {
 			return err
-		}
-		if n == nil {
-			return storage.NotFoundf("node %q", id)
 		}
 		out = n
 		return nil
@@ -122,12 +116,9 @@ func (s *Store) UpdateNodeDrain(ctx context.Context, nodeID string, strategy *st
 	var out *structs.Node
 	_, err := s.write(ctx, func(w *wtx) error {
 		b := w.tx.Bucket(bNodes)
-		n, err := getJSON[structs.Node](b, []byte(nodeID))
+		n, err := getRequired[structs.Node](b, []byte(nodeID), func() error { return storage.NotFoundf("node %q", nodeID) })
 		if err != nil {
 			return err
-		}
-		if n == nil {
-			return storage.NotFoundf("node %q", nodeID)
 		}
 		if strategy != nil {
 			d := *strategy
@@ -162,12 +153,9 @@ func (s *Store) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility s
 	var out *structs.Node
 	_, err := s.write(ctx, func(w *wtx) error {
 		b := w.tx.Bucket(bNodes)
-		n, err := getJSON[structs.Node](b, []byte(nodeID))
+		n, err := getRequired[structs.Node](b, []byte(nodeID), func() error { return storage.NotFoundf("node %q", nodeID) })
 		if err != nil {
 			return err
-		}
-		if n == nil {
-			return storage.NotFoundf("node %q", nodeID)
 		}
 		out = n
 		if n.SchedulingEligibility == eligibility {

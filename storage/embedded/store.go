@@ -266,6 +266,19 @@ func getJSON[T any](b *bolt.Bucket, k []byte) (*T, error) {
 	return out, nil
 }
 
+// getRequired is getJSON for an object that must exist: a missing one is
+// the error notFound builds (a storage.ErrNotFound naming the object).
+func getRequired[T any](b *bolt.Bucket, k []byte, notFound func() error) (*T, error) {
+	v, err := getJSON[T](b, k)
+	if err != nil {
+		return nil, err
+	}
+	if v == nil {
+		return nil, notFound()
+	}
+	return v, nil
+}
+
 // lastPart returns what follows the last NUL of an index key.
 func lastPart(k []byte) string {
 	i := bytes.LastIndexByte(k, 0)
