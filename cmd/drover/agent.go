@@ -34,6 +34,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	nodeClass := fs.String("node-class", "", "class of this agent's node")
 	datacenter := fs.String("dc", "", "datacenter of this agent's node (default \"dc1\")")
 	rawExec := fs.Bool("enable-raw-exec", false, "enable the raw_exec driver on a client (always on in -dev)")
+	gcMaxAllocs := fs.Int("gc-max-allocs", 50, "allocs a client keeps before destroying terminal ones (Nomad's gc_max_allocs)")
 	heartbeatTTL := fs.Duration("heartbeat-ttl", 0, "heartbeat TTL servers hand to nodes (default 10s); a node silent for TTL+grace is down")
 	workers := fs.Int("workers", 2, "number of evaluation workers (servers)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -66,6 +67,9 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 		return 1
 	case *workers < 1:
 		fmt.Fprintln(stderr, "drover agent: -workers must be at least 1")
+		return 1
+	case *gcMaxAllocs < 1:
+		fmt.Fprintln(stderr, "drover agent: -gc-max-allocs must be at least 1")
 		return 1
 	case *heartbeatTTL < 0:
 		fmt.Fprintln(stderr, "drover agent: -heartbeat-ttl must not be negative")
@@ -108,7 +112,7 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	}
 	a, err := agent.New(agent.Config{DataDir: dir, HTTPAddr: *httpAddr, Dev: *dev, Server: *server, Client: *client,
 		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
-		Datacenter: *datacenter, EnableRawExec: *rawExec, HeartbeatTTL: *heartbeatTTL, Logger: log})
+		Datacenter: *datacenter, EnableRawExec: *rawExec, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover agent: %v\n", err)
 		return 1
