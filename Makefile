@@ -13,6 +13,8 @@ build:
 ## test: every test (unit, conformance, integration, end to end), race detector on
 test: lint
 	$(GO) test -race -timeout 20m ./...
+	@# The reference scenarios' summary (go test hides a passing package's output).
+	@$(GO) test -count=1 -run '^TestOracle$$' -v ./reconcile/ | grep '^oracle'
 
 ## lint: gofmt and go vet must be clean
 lint:
