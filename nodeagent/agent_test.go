@@ -141,6 +141,37 @@ func TestKillTimeoutEscalatesToSIGKILL(t *testing.T) {
 	waitFor(t, 5*time.Second, "no process left", func() bool { return len(procsReferencing(dir)) == 0 })
 }
 
+// TestShutdownDelayBeforeKillSignal: a stopped task keeps running for its
+// shutdown_delay (the longer of task and group) before its kill signal.
+func TestShutdownDelayBeforeKillSignal(t *testing.T) {
+	dir := t.TempDir()
+	guardProcesses(t, dir)
+	cp := newFakeCP()
+	startAgent(t, cp, testConfig(t, dir))
+
+	task := shTask("lingering", `trap 'date +%s%N > "$NOMAD_ALLOC_DIR/data/int"; exit 0' INT; while true; do sleep 0.05; done`)
+	task.ShutdownDelay = 300 * time.Millisecond
+	job := testJob(structs.JobTypeService, task)
+	groupDelay := 900 * time.Millisecond
+	job.TaskGroups[0].ShutdownDelay = &groupDelay
+	alloc := testAlloc(job)
+	cp.addAlloc(alloc)
+	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	time.Sleep(300 * time.Millisecond) // the trap is installed
+
+	start := time.Now()
+	cp.stopAlloc(alloc.ID)
+	cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
+	b, err := os.ReadFile(filepath.Join(dir, "alloc", alloc.ID, "alloc", "data", "int"))
+	if err != nil {
+		t.Fatalf("the task never got its kill signal: %v", err)
+	}
+	ns, _ := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+	if got := time.Unix(0, ns).Sub(start); got < groupDelay {
+		t.Fatalf("kill signal %v after the stop, before the group's shutdown_delay of %v", got, groupDelay)
+	}
+}
+
 func TestBatchTaskOutcomes(t *testing.T) {
 	dir := t.TempDir()
 	guardProcesses(t, dir)

@@ -434,6 +434,17 @@ func (tr *taskRunner) killProcess(h *supervisorHandle, exitCh <-chan *exitRecord
 	if timeout <= 0 {
 		timeout = DefaultKillTimeout
 	}
+	if delay := tr.shutdownDelay(); delay > 0 {
+		// Nomad's shutdown_delay: the task keeps running this long after
+		// it was told to stop (there, to drain service registrations)
+		// before its kill signal; it may still exit on its own.
+		tr.logger.Info("waiting out the shutdown delay before the kill signal", zap.Duration("shutdown_delay", delay))
+		select {
+		case ex := <-exitCh:
+			return ex
+		case <-time.After(delay):
+		}
+	}
 	tr.update("", tr.takeKillEvent(), killingEvent(unix.SignalName(sig), timeout))
 	tr.logger.Info("killing task", zap.String("signal", unix.SignalName(sig)), zap.Duration("kill_timeout", timeout))
 	if err := h.signalTask(sig); err != nil {
@@ -462,6 +473,17 @@ func (tr *taskRunner) killProcess(h *supervisorHandle, exitCh <-chan *exitRecord
 		tr.logger.Error("task supervisor still running after SIGKILL")
 		return nil
 	}
+}
+
+// shutdownDelay is the longer of the task's and its group's shutdown_delay.
+func (tr *taskRunner) shutdownDelay() time.Duration {
+	d := tr.task.ShutdownDelay
+	if tr.alloc.Job != nil {
+		if tg := tr.alloc.Job.LookupTaskGroup(tr.alloc.TaskGroup); tg != nil && tg.ShutdownDelay != nil && *tg.ShutdownDelay > d {
+			d = *tg.ShutdownDelay
+		}
+	}
+	return d
 }
 
 // finishKilled records the end of a killed task.
