@@ -28,14 +28,17 @@ func badRequest(format string, args ...any) error {
 	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrBadRequest)
 }
 
-// reactToHealth handles health decided by node agents: an evaluation per
-// job so the rollout continues (the reconciler places the next batch or
-// marks the deployment successful), and a running deployment fails at its
-// first unhealthy alloc (rolling back when auto_revert is set).
+// reactToHealth handles health decided by node agents, as Nomad's
+// deployment watcher: an evaluation per job so the rollout continues (the
+// reconciler places the next batch or marks the deployment successful).
+// An unhealthy alloc of a running deployment fails it at once (rolling
+// back with auto_revert) only when its group has no progress deadline;
+// with one, the alloc is marked for rescheduling instead, and the
+// deployment fails only if the deadline passes without progress.
 func (s *Service) reactToHealth(ctx context.Context, changes []*storage.ClientAllocChange) error {
 	type jobRef struct{ ns, id, deployment string }
 	jobs := map[jobRef]bool{}
-	unhealthy := map[string]bool{}
+	var unhealthy []*structs.Allocation
 	for _, c := range changes {
 		a := c.Alloc
 		if a.DeploymentID == "" || c.PrevDeploymentInfo.HasHealth() || !a.DeploymentStatus.HasHealth() {
@@ -43,24 +46,33 @@ func (s *Service) reactToHealth(ctx context.Context, changes []*storage.ClientAl
 		}
 		jobs[jobRef{a.Namespace, a.JobID, a.DeploymentID}] = true
 		if a.DeploymentStatus.IsUnhealthy() {
-			unhealthy[a.DeploymentID] = true
+			unhealthy = append(unhealthy, a)
 		}
 	}
-	ids := make([]string, 0, len(unhealthy))
-	for id := range unhealthy {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		d, err := s.store.Deployment(ctx, id)
+	sort.Slice(unhealthy, func(i, j int) bool { return unhealthy[i].ID < unhealthy[j].ID })
+	failed := map[string]bool{}
+	replace := map[string]*structs.DesiredTransition{}
+	yes := true
+	for _, a := range unhealthy {
+		if failed[a.DeploymentID] {
+			continue
+		}
+		d, err := s.store.Deployment(ctx, a.DeploymentID)
 		if err != nil || d.Status != structs.DeploymentStatusRunning {
+			continue
+		}
+		if g, ok := d.TaskGroups[a.TaskGroup]; ok && g.ProgressDeadline > 0 {
+			tr := a.DesiredTransition
+			tr.Reschedule = &yes
+			replace[a.ID] = &tr
 			continue
 		}
 		if _, err := s.failDeployment(ctx, d, structs.DeploymentStatusDescriptionFailedAllocations); err != nil {
 			return err
 		}
+		failed[d.ID] = true
 		for k := range jobs {
-			if k.deployment == id {
+			if k.deployment == d.ID {
 				delete(jobs, k) // failing it created the evaluation
 			}
 		}
@@ -79,11 +91,16 @@ func (s *Service) reactToHealth(ctx context.Context, changes []*storage.ClientAl
 		ev.DeploymentID = r.deployment
 		evals = append(evals, ev)
 	}
-	if len(evals) == 0 {
-		return nil
-	}
-	if _, err := s.store.UpsertEvals(ctx, evals...); err != nil {
-		return fmt.Errorf("create deployment evaluations: %w", err)
+	if len(replace) > 0 {
+		// The transitions and the evaluations that act on them land together.
+		if _, err := s.store.UpdateAllocDesiredTransitions(ctx, replace, evals...); err != nil {
+			return fmt.Errorf("mark unhealthy allocs for rescheduling: %w", err)
+		}
+		s.log.Info("unhealthy allocations marked for rescheduling", zap.Int("allocs", len(replace)))
+	} else if len(evals) > 0 {
+		if _, err := s.store.UpsertEvals(ctx, evals...); err != nil {
+			return fmt.Errorf("create deployment evaluations: %w", err)
+		}
 	}
 	s.enqueue(ctx, evals...)
 	return nil

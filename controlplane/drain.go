@@ -12,8 +12,8 @@ import (
 )
 
 // DrainSpec is what an operator asks of a drain, as Nomad's: Deadline > 0
-// forces the remaining allocs off after that long; 0 forces them now; < 0
-// means no deadline.
+// forces the remaining allocs off after that long; 0 means no deadline;
+// < 0 forces them off now (Nomad's DrainStrategy.DeadlineTime).
 type DrainSpec struct {
 	Deadline         time.Duration
 	IgnoreSystemJobs bool
@@ -27,9 +27,10 @@ func (s *Service) UpdateDrain(ctx context.Context, nodeID string, spec *DrainSpe
 	if spec != nil {
 		now := s.now()
 		strategy = &structs.DrainStrategy{Deadline: spec.Deadline, IgnoreSystemJobs: spec.IgnoreSystemJobs, StartedAt: now}
-		if spec.Deadline > 0 {
+		switch {
+		case spec.Deadline > 0:
 			strategy.ForceDeadline = now.Add(spec.Deadline)
-		} else if spec.Deadline == 0 {
+		case spec.Deadline < 0: // force: everything moves now
 			strategy.ForceDeadline = now
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -104,6 +105,8 @@ type RegisterRequest struct {
 	// PreserveCounts keeps the current count of every group the job
 	// already has (Nomad's `job run -preserve-counts`).
 	PreserveCounts bool
+	// Warnings found while decoding, handed back in the response.
+	Warnings []string
 }
 
 // RegisterResponse is Nomad's JobRegisterResponse.
@@ -140,7 +143,7 @@ func (s *Service) RegisterJob(ctx context.Context, req *RegisterRequest) (*Regis
 		zap.Uint64("version", res.Job.Version), zap.String("eval_id", res.Eval.ID))
 	s.enqueue(ctx, res.Eval)
 	return &RegisterResponse{EvalID: res.Eval.ID, EvalCreateIndex: res.Eval.CreateIndex,
-		JobModifyIndex: res.Job.JobModifyIndex, Index: res.Index}, nil
+		JobModifyIndex: res.Job.JobModifyIndex, Index: res.Index, Warnings: strings.Join(req.Warnings, "\n")}, nil
 }
 
 // DeregisterJob stops (or purges) a job and sends its evaluation.

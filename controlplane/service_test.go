@@ -196,14 +196,31 @@ func TestHealthReportsDriveTheDeployment(t *testing.T) {
 	if n := len(f.pendingEvals("web", structs.EvalTriggerDeploymentWatcher)); n != before+1 {
 		t.Fatalf("a repeated report created evals: %d", n)
 	}
-	// An unhealthy alloc fails the running deployment.
+	// With a progress deadline, an unhealthy alloc is marked for
+	// rescheduling and the deployment goes on (Nomad's progress_deadline).
 	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[1].ID, ClientStatus: "failed",
 		DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := f.store.Deployment(f.ctx, dep.ID)
+	if d.Status != structs.DeploymentStatusRunning {
+		t.Fatalf("deployment with a progress deadline after an unhealthy alloc: %s %q", d.Status, d.StatusDescription)
+	}
+	if a, _ := f.store.Alloc(f.ctx, allocs[1].ID); !a.DesiredTransition.ShouldReschedule() {
+		t.Fatal("the unhealthy alloc must be marked for rescheduling")
+	}
+
+	// Without one, the first unhealthy alloc fails the running deployment.
+	other := testJob("other", 1)
+	dep0 := deploymentFor(other, 0, structs.DeploymentState{DesiredTotal: 1})
+	oa := f.place(other, dep0, "n1")
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: oa[0].ID, ClientStatus: "failed",
+		DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ = f.store.Deployment(f.ctx, dep0.ID)
 	if d.Status != structs.DeploymentStatusFailed || d.StatusDescription != structs.DeploymentStatusDescriptionFailedAllocations {
-		t.Fatalf("deployment after an unhealthy alloc: %s %q", d.Status, d.StatusDescription)
+		t.Fatalf("deployment without a progress deadline after an unhealthy alloc: %s %q", d.Status, d.StatusDescription)
 	}
 }
 
@@ -221,7 +238,7 @@ func TestAutoRevertOnFailure(t *testing.T) {
 	}
 	v1 := testJob("web", 1)
 	v1.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/false"}
-	dep1 := deploymentFor(v1, 1, structs.DeploymentState{DesiredTotal: 1, AutoRevert: true, ProgressDeadline: time.Minute})
+	dep1 := deploymentFor(v1, 1, structs.DeploymentState{DesiredTotal: 1, AutoRevert: true})
 	allocs := f.place(v1, dep1, "n1")
 	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: "failed",
 		DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
@@ -411,5 +428,42 @@ func TestRevertJob(t *testing.T) {
 	cur := mustJob(f, "web")
 	if cur.Version != 2 || cur.Priority != 50 || cur.TaskGroups[0].Count != 1 {
 		t.Fatalf("after revert: version %d priority %d count %d", cur.Version, cur.Priority, cur.TaskGroups[0].Count)
+	}
+}
+
+// TestDrainDeadlineEncoding: Nomad's drain deadline: 0 is no deadline, a
+// negative one forces everything off at once.
+func TestDrainDeadlineEncoding(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	f.node("n2")
+	job := testJob("web", 3)
+	job.TaskGroups[0].Migrate = &structs.MigrateStrategy{MaxParallel: 1, MinHealthyTime: time.Second}
+	allocs := f.place(job, nil, "n1", "n1", "n1")
+	marked := func() int {
+		c := 0
+		for _, a := range allocs {
+			if got, _ := f.store.Alloc(f.ctx, a.ID); got.DesiredTransition.ShouldMigrate() {
+				c++
+			}
+		}
+		return c
+	}
+	n, err := f.svc.UpdateDrain(f.ctx, "n1", &DrainSpec{Deadline: 0}, false)
+	if err != nil || !n.DrainStrategy.ForceDeadline.IsZero() {
+		t.Fatalf("no-deadline drain: %+v %v", n.DrainStrategy, err)
+	}
+	f.clk.Add(48 * time.Hour)
+	if err := f.svc.RunDrainer(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	if m := marked(); m != 1 {
+		t.Fatalf("a drain without deadline marked %d allocs, max_parallel is 1", m)
+	}
+	if _, err := f.svc.UpdateDrain(f.ctx, "n1", &DrainSpec{Deadline: -1}, false); err != nil {
+		t.Fatal(err)
+	}
+	if m := marked(); m != 3 {
+		t.Fatalf("a forced drain marked %d allocs, want all 3 at once", m)
 	}
 }

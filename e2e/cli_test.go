@@ -156,8 +156,13 @@ func TestCLI(t *testing.T) {
 		t.Fatalf("unknown alloc: %d\n%s", code, out)
 	}
 	out, code = cli(t, addr, "job", "status", "nope")
-	if code != 1 || !strings.Contains(out, "404") {
+	if code != 1 || !strings.Contains(out, `no job with prefix or id "nope"`) {
 		t.Fatalf("unknown job: %d\n%s", code, out)
+	}
+	// A unique prefix names the job, as in Nomad's CLI.
+	out, code = cli(t, addr, "job", "status", "hel")
+	if code != 0 || !strings.Contains(out, "ID           = hello") {
+		t.Fatalf("job prefix: %d\n%s", code, out)
 	}
 	out, code = cli(t, "127.0.0.1:1", "job", "stop", "--address", addr, "hello")
 	if code != 0 {

@@ -21,7 +21,9 @@ func rollingJob(id string, count int, script, version string, update *api.Update
 		update.MaxParallel = new(1)
 	}
 	update.MinHealthyTime = new(time.Second)
-	update.HealthyDeadline = new(30 * time.Second)
+	if update.HealthyDeadline == nil {
+		update.HealthyDeadline = new(30 * time.Second)
+	}
 	if update.ProgressDeadline == nil {
 		update.ProgressDeadline = new(time.Minute)
 	}
@@ -171,7 +173,8 @@ func TestAutoRevert(t *testing.T) {
 	good := taskScript(t, cl.dir, "good.sh", "while true; do sleep 1; done")
 	bad := taskScript(t, cl.dir, "bad.sh", "exit 1")
 	job := func(script, version string) *api.Job {
-		j := rollingJob("revert", 2, script, version, &api.UpdateStrategy{AutoRevert: new(true), ProgressDeadline: new(45 * time.Second)})
+		j := rollingJob("revert", 2, script, version, &api.UpdateStrategy{AutoRevert: new(true),
+			HealthyDeadline: new(5 * time.Second), ProgressDeadline: new(10 * time.Second)})
 		j.TaskGroups[0].RestartPolicy = &api.RestartPolicy{Attempts: new(0), Mode: new("fail"), Interval: new(time.Minute), Delay: new(time.Second)}
 		return j
 	}
@@ -212,4 +215,40 @@ func TestAutoRevert(t *testing.T) {
 		}
 		return args[0] == good && running == 2 && len(procsWith(good+" v1")) == 2
 	})
+}
+
+// TestFailingAllocRescheduledDuringDeployment: with a progress deadline
+// (Nomad's default update strategy has one), an alloc that fails its
+// health does not fail the deployment: it is rescheduled after its delay,
+// as Nomad's deployment watcher allows.
+func TestFailingAllocRescheduledDuringDeployment(t *testing.T) {
+	cl := newCluster(t, time.Second)
+	cl.addClient("alpha")
+	bad := taskScript(t, cl.dir, "bad.sh", "exit 7")
+	job := rollingJob("flaky-svc", 1, bad, "v1", &api.UpdateStrategy{ProgressDeadline: new(5 * time.Minute)})
+	job.TaskGroups[0].RestartPolicy = &api.RestartPolicy{Attempts: new(0), Mode: new("fail"), Interval: new(time.Minute), Delay: new(time.Second)}
+	job.TaskGroups[0].ReschedulePolicy = &api.ReschedulePolicy{Unlimited: new(true), Delay: new(5 * time.Second), DelayFunction: new("constant")}
+	register(t, cl.c, job)
+	var first *api.AllocationListStub
+	waitFor(t, 30*time.Second, "the first alloc failed", func() bool {
+		for _, a := range cl.allocs("flaky-svc") {
+			if a.ClientStatus == "failed" {
+				first = a
+				return true
+			}
+		}
+		return false
+	})
+	waitFor(t, 30*time.Second, "a replacement of the failed alloc", func() bool {
+		for _, a := range cl.allocs("flaky-svc") {
+			if a.ID != first.ID {
+				full, _, err := cl.c.Allocations().Info(a.ID, nil)
+				return err == nil && full.PreviousAllocation == first.ID
+			}
+		}
+		return false
+	})
+	if d, _, err := cl.c.Jobs().LatestDeployment("flaky-svc", nil); err != nil || d == nil || d.Status != "running" {
+		t.Fatalf("the deployment must wait for its progress deadline: %+v %v", d, err)
+	}
 }

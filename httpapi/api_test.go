@@ -381,3 +381,49 @@ func TestPreserveCounts(t *testing.T) {
 		t.Fatalf("count %d env %v: the count must be kept, the rest updated", j.TaskGroups[0].Count, j.TaskGroups[0].Tasks[0].Env)
 	}
 }
+
+// TestWarningsForUnenforcedSettings: memory_max is accepted but named in
+// the response's warnings, not silently dropped.
+func TestWarningsForUnenforcedSettings(t *testing.T) {
+	e := newEnv(t)
+	body := mutate(t, func(j map[string]any) {
+		task(j)["Resources"] = map[string]any{"CPU": 100, "MemoryMB": 64, "MemoryMaxMB": 500}
+	})
+	resp, msg := e.do(http.MethodPut, "/v1/jobs", body)
+	var reg httpapi.JobRegisterResponse
+	_ = json.Unmarshal([]byte(msg), &reg)
+	if resp.StatusCode != 200 || !strings.Contains(reg.Warnings, "MemoryMaxMB") {
+		t.Fatalf("register with memory_max: %d warnings %q", resp.StatusCode, reg.Warnings)
+	}
+}
+
+// TestUnsupportedQueryParametersAreRefused: filter and pagination are not
+// implemented: refused with 400, never ignored; likewise a broken query
+// string or another region.
+func TestUnsupportedQueryParametersAreRefused(t *testing.T) {
+	e := newEnv(t)
+	for _, q := range []string{`filter=ID%20%3D%3D%20%22x%22`, "per_page=2", "next_token=abc", "region=eu", "prefix=%zz"} {
+		resp, body := e.do(http.MethodGet, "/v1/jobs?"+q, nil)
+		if resp.StatusCode != 400 {
+			t.Fatalf("?%s: %d %s", q, resp.StatusCode, body)
+		}
+	}
+	if resp, _ := e.do(http.MethodGet, "/v1/jobs?region=global&stale=true", nil); resp.StatusCode != 200 {
+		t.Fatalf("own region: %d", resp.StatusCode)
+	}
+}
+
+func TestNamespaces(t *testing.T) {
+	e := newEnv(t)
+	e.do(http.MethodPut, "/v1/jobs?namespace=prod", []byte(goodJob))
+	_, body := e.do(http.MethodGet, "/v1/namespaces", nil)
+	if !strings.Contains(body, `"Name":"default"`) || !strings.Contains(body, `"Name":"prod"`) {
+		t.Fatalf("namespaces: %s", body)
+	}
+	if resp, _ := e.do(http.MethodGet, "/v1/namespace/prod", nil); resp.StatusCode != 200 {
+		t.Fatalf("namespace prod: %d", resp.StatusCode)
+	}
+	if resp, _ := e.do(http.MethodGet, "/v1/namespace/nope", nil); resp.StatusCode != 404 {
+		t.Fatalf("unknown namespace: %d", resp.StatusCode)
+	}
+}

@@ -42,9 +42,19 @@ type logFrame struct {
 // plain. Without plain=true the body is a stream of JSON frames, as
 // Nomad's CLI and Go client read it; with it, the raw bytes.
 func (s *Server) HandleClientFS(fsys ClientFS) {
-	s.mux.HandleFunc("GET /v1/client/fs/logs/{alloc_id}", func(w http.ResponseWriter, r *http.Request) {
-		s.clientLogs(w, r, fsys)
-	})
+	s.clientFS = fsys
+}
+
+// clientLogsRoute serves the logs of the in-process node, or explains why
+// there are none: only an agent that runs a node in-process (the dev
+// agent) can read its alloc dirs.
+func (s *Server) clientLogsRoute(w http.ResponseWriter, r *http.Request) {
+	if s.clientFS == nil {
+		writeError(w, http.StatusNotImplemented, "allocation logs are served by an agent that runs the node itself (drover agent -dev); "+
+			"on a -client node read <data-dir>/client/alloc/<alloc id>/alloc/logs/")
+		return
+	}
+	s.clientLogs(w, r, s.clientFS)
 }
 
 func (s *Server) clientLogs(w http.ResponseWriter, r *http.Request, fsys ClientFS) {

@@ -138,7 +138,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request, pathID string)
 	}
 	resp, err := s.cfg.Jobs.RegisterJob(r.Context(), &controlplane.RegisterRequest{
 		Job: req.Job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority,
-		PreserveCounts: req.PreserveCounts,
+		PreserveCounts: req.PreserveCounts, Warnings: req.Warnings,
 	})
 	if err != nil {
 		s.fail(w, r, err)

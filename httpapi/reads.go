@@ -155,6 +155,54 @@ func (s *Server) deploymentAllocations(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// Namespace is Nomad's namespace object. drover's namespaces need no
+// creation: "default" and every namespace a job uses exist.
+type Namespace struct {
+	Name        string
+	Description string
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// namespaces returns "default" and the namespaces jobs use, sorted.
+func (s *Server) namespaces(ctx context.Context) ([]*Namespace, error) {
+	jobs, err := s.cfg.State.Jobs(ctx, "*", "")
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{structs.DefaultNamespace: true}
+	out := []*Namespace{{Name: structs.DefaultNamespace, Description: "Default shared namespace"}}
+	for _, j := range jobs {
+		if !seen[j.Namespace] {
+			seen[j.Namespace] = true
+			out = append(out, &Namespace{Name: j.Namespace})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out, nil
+}
+
+func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
+		return s.namespaces(ctx)
+	})
+}
+
+func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
+	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
+		all, err := s.namespaces(ctx)
+		if err != nil {
+			return nil, err
+		}
+		for _, ns := range all {
+			if ns.Name == r.PathValue("name") {
+				return ns, nil
+			}
+		}
+		return nil, storage.NotFoundf("namespace %q", r.PathValue("name"))
+	})
+}
+
 func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, []string{storage.TableNodes}, func(ctx context.Context) (any, error) {
 		nodes, err := s.cfg.State.Nodes(ctx, r.URL.Query().Get("prefix"))

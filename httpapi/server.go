@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -102,6 +103,9 @@ type Server struct {
 	cfg Config
 	mux *http.ServeMux
 	log *zap.Logger
+	// clientFS serves node-local files (logs) when the agent runs its node
+	// in-process; set by HandleClientFS before serving.
+	clientFS ClientFS
 }
 
 // New returns a Server.
@@ -130,7 +134,11 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		defer gz.Close()
 		out = gz
 	}
-	s.mux.ServeHTTP(out, r)
+	if err := s.checkQuery(r); err != nil {
+		s.fail(out, r, err)
+	} else {
+		s.mux.ServeHTTP(out, r)
+	}
 	s.log.Debug("http request", zap.String("method", r.Method), zap.String("path", r.URL.Path),
 		zap.Int("status", rw.status), zap.Duration("took", time.Since(start)))
 }
@@ -162,10 +170,40 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/agent/self", s.agentSelf)
 	m.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	m.HandleFunc("GET /v1/regions", s.regions)
+	m.HandleFunc("GET /v1/namespaces", s.listNamespaces)
+	m.HandleFunc("GET /v1/namespace/{name}", s.getNamespace)
+	m.HandleFunc("GET /v1/client/fs/logs/{alloc_id}", s.clientLogsRoute)
 	m.HandleFunc("GET /v1/deployments", s.listDeployments)
 	m.HandleFunc("GET /v1/deployment/allocations/{id}", s.deploymentAllocations)
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
+}
+
+// unsupportedQuery are Nomad query parameters drover does not implement:
+// a request using one is refused rather than answered as if it were
+// absent (a filter ignored would act on everything).
+var unsupportedQuery = map[string]string{
+	"filter":     "filter expressions",
+	"per_page":   "pagination",
+	"next_token": "pagination",
+}
+
+// checkQuery refuses a query string that does not parse, a parameter drover
+// does not support, and a region other than this agent's.
+func (s *Server) checkQuery(r *http.Request) error {
+	q, err := url.ParseQuery(r.URL.RawQuery)
+	if err != nil {
+		return badRequestf("query string: %v", err)
+	}
+	for name, what := range unsupportedQuery {
+		if _, ok := q[name]; ok {
+			return badRequestf("query parameter %q: %s are not supported by drover yet", name, what)
+		}
+	}
+	if region := q.Get("region"); region != "" && s.cfg.Agent.Region != "" && region != s.cfg.Agent.Region {
+		return badRequestf("query parameter \"region\": unknown region %q (this cluster is %q)", region, s.cfg.Agent.Region)
+	}
+	return nil
 }
 
 // Response helpers.

@@ -49,6 +49,25 @@ type RegisterRequest struct {
 	Namespace string
 	// SecretID is the ACL token sent in the body, if any.
 	SecretID string
+	// Warnings are accepted settings drover does not act on (as Nomad's
+	// register response carries warnings), one line each.
+	Warnings []string
+}
+
+// Warnings lists, one line each naming the field, the settings of a valid
+// job that drover accepts but does not enforce: memory_max (raw_exec sets
+// no memory limit; placement uses memory).
+func Warnings(job *structs.Job) []string {
+	var out []string
+	for gi, tg := range job.TaskGroups {
+		for ti, t := range tg.Tasks {
+			if t.Resources != nil && t.Resources.MemoryMaxMB > 0 {
+				out = append(out, fmt.Sprintf("Job.TaskGroups[%d] %q.Tasks[%d] %q.Resources.MemoryMaxMB: not enforced: drover's raw_exec sets no memory limit (placement uses MemoryMB)",
+					gi, tg.Name, ti, t.Name))
+			}
+		}
+	}
+	return out
 }
 
 // Submission is the original source of a job as the Nomad CLI submits it.
@@ -138,6 +157,7 @@ func DecodeRegisterRequestOpts(r io.Reader, opts DecodeOptions) (*RegisterReques
 		Region:            job.Region,
 		Namespace:         job.Namespace,
 		SecretID:          req.SecretID,
+		Warnings:          Warnings(job),
 	}
 	if s := req.Submission; s != nil {
 		out.Submission = &Submission{Source: s.Source, Format: s.Format, VariableFlags: s.VariableFlags, Variables: s.Variables}

@@ -4,6 +4,7 @@ import (
 	"math"
 	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 
@@ -240,6 +241,8 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 		errs.add(join(tp, "Name"), "must not be empty")
 	case strings.ContainsAny(t.Name, `/\`):
 		errs.add(join(tp, "Name"), "must not contain slashes (it names a directory; got %q)", t.Name)
+	case t.Name == "." || t.Name == ".." || t.Name == "alloc":
+		errs.add(join(tp, "Name"), "must not be %q (it names a directory beside the alloc's shared \"alloc\" directory)", t.Name)
 	case strings.Contains(t.Name, "\x00"):
 		errs.add(join(tp, "Name"), "must not contain null characters")
 	}
@@ -255,6 +258,15 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 		}
 		for _, e := range validate(config) {
 			errs.add(join(join(tp, "Config"), e.Field), "%s", e.Rule)
+		}
+	}
+
+	for _, k := range sortedStringKeys(t.Env) {
+		if k == "" || strings.ContainsAny(k, "=\x00") {
+			errs.add(join(tp, "Env"), "variable name %q must be non-empty, without '=' or null characters", k)
+		}
+		if strings.Contains(t.Env[k], "\x00") {
+			errs.add(join(join(tp, "Env"), k), "must not contain null characters")
 		}
 	}
 
@@ -582,4 +594,13 @@ func hasControl(s string) bool {
 		}
 	}
 	return false
+}
+
+func sortedStringKeys(m map[string]string) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }

@@ -550,7 +550,14 @@ func (a *Agent) syncAssignments(runCtx context.Context, allocs []*structs.Alloca
 		}
 		if alloc.TerminalStatus() {
 			// Finished or stopped before this agent ran it (or its
-			// state was destroyed): nothing to run.
+			// state was destroyed): nothing to run. One the server
+			// stopped before this node ever started it is reported
+			// complete, so it does not stay "pending" for ever.
+			if alloc.ServerTerminalStatus() && alloc.ClientStatus == structs.AllocClientStatusPending &&
+				!NewAllocDir(a.allocsDir(), alloc.ID).Exists() {
+				a.reporter.enqueue(&structs.Allocation{ID: alloc.ID, ClientStatus: structs.AllocClientStatusComplete,
+					ClientDescription: "stopped before it started on this node", TaskStates: map[string]*structs.TaskState{}})
+			}
 			continue
 		}
 		lost := ""

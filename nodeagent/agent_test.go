@@ -480,3 +480,24 @@ func TestSecondAgentOnSameDataDirRefused(t *testing.T) {
 	}
 	ta.stop(t)
 }
+
+// TestAllocStoppedBeforeItStartedIsReportedComplete: an alloc the server
+// stopped before this node ever ran it is reported complete, not left
+// pending (its job summary and garbage collection depend on it).
+func TestAllocStoppedBeforeItStartedIsReportedComplete(t *testing.T) {
+	dir := t.TempDir()
+	guardProcesses(t, dir)
+	cp := newFakeCP()
+	startAgent(t, cp, testConfig(t, dir))
+
+	alloc := testAlloc(testJob(structs.JobTypeService, shTask("never", "sleep 100")))
+	alloc.DesiredStatus = structs.AllocDesiredStatusStop
+	cp.addAlloc(alloc)
+	rep := cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
+	if rep.ClientDescription == "" {
+		t.Error("no description of why it never ran")
+	}
+	if NewAllocDir(filepath.Join(dir, "alloc"), alloc.ID).Exists() {
+		t.Error("an alloc dir was built for an alloc that never runs")
+	}
+}

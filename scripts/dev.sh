@@ -8,7 +8,14 @@ DEV=${DROVER_DEV_DIR:-.dev-data}
 ADDR=${DROVER_DEV_ADDR:-127.0.0.1:4646}
 PID_FILE="$DEV/agent.pid"
 
-running() { [ -f "$PID_FILE" ] && kill -0 "$(cat "$PID_FILE")" 2>/dev/null; }
+# running: the recorded agent is alive (a killed agent not yet reaped by
+# its parent is a zombie: not running).
+running() {
+	[ -f "$PID_FILE" ] || return 1
+	pid=$(cat "$PID_FILE")
+	kill -0 "$pid" 2>/dev/null || return 1
+	! grep -q '^State:[[:space:]]*Z' "/proc/$pid/status" 2>/dev/null
+}
 
 # orphans lists the task supervisors left under the dev data dir by an
 # agent that died without stopping its tasks.

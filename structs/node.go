@@ -112,8 +112,9 @@ func (n *Node) Capacity() ComparableResources {
 	return out
 }
 
-// DrainStrategy is how a node drains: by Deadline (negative: none, 0:
-// force), leaving system jobs when IgnoreSystemJobs.
+// DrainStrategy is how a node drains, as Nomad's: Deadline > 0 forces the
+// remaining allocs off at ForceDeadline; 0 means no deadline; < 0 forces
+// them off at once. IgnoreSystemJobs leaves system jobs running.
 type DrainStrategy struct {
 	Deadline         time.Duration
 	IgnoreSystemJobs bool

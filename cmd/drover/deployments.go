@@ -220,7 +220,8 @@ func runJobRevert(args []string, stdout, stderr io.Writer) int {
 	}
 	version, err := strconv.ParseUint(fs.Arg(1), 10, 64)
 	if err != nil {
-		return errorf(stderr, "version %q is not a job version number", fs.Arg(1))
+		fmt.Fprintf(stderr, "Job version %q is not a version number (see `drover job history`)\n", fs.Arg(1))
+		return 1
 	}
 	c, err := cf.client()
 	if err != nil {
@@ -241,9 +242,9 @@ func runNodeDrain(args []string, stdout, stderr io.Writer) int {
 	fs, cf := newCommandFlags("node drain", "Usage: drover node drain -enable|-disable [-deadline D] NODE", stderr)
 	enable := fs.Bool("enable", false, "start draining the node")
 	disable := fs.Bool("disable", false, "stop draining the node")
-	deadline := fs.Duration("deadline", time.Hour, "force the remaining allocations off after this long (-1s: never)")
-	force := fs.Bool("force", false, "force every allocation off now (deadline 0)")
-	noDeadline := fs.Bool("no-deadline", false, "drain without a deadline")
+	deadline := fs.Duration("deadline", time.Hour, "force the remaining allocations off after this long")
+	force := fs.Bool("force", false, "force every allocation off now, ignoring migrate max_parallel")
+	noDeadline := fs.Bool("no-deadline", false, "drain without a deadline: allocations move only as migrate allows")
 	ignoreSystem := fs.Bool("ignore-system", false, "leave system jobs running (drover has none yet)")
 	keepIneligible := fs.Bool("keep-ineligible", false, "with -disable: keep the node ineligible")
 	id, ok := oneArg(fs, args, "node")
@@ -251,7 +252,9 @@ func runNodeDrain(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *enable == *disable {
-		return errorf(stderr, "give exactly one of -enable and -disable")
+		fmt.Fprintln(stderr, "Give exactly one of -enable and -disable")
+		fs.Usage()
+		return 1
 	}
 	c, err := cf.client()
 	if err != nil {
@@ -259,12 +262,16 @@ func runNodeDrain(args []string, stdout, stderr io.Writer) int {
 	}
 	var spec *api.DrainSpec
 	if *enable {
+		// Nomad's encoding: a negative deadline forces, 0 means none.
 		d := *deadline
 		switch {
 		case *force:
-			d = 0
-		case *noDeadline:
 			d = -1
+		case *noDeadline:
+			d = 0
+		case d <= 0:
+			fmt.Fprintln(stderr, "-deadline must be positive (use -force to move everything now, -no-deadline for none)")
+			return 1
 		}
 		spec = &api.DrainSpec{Deadline: d, IgnoreSystemJobs: *ignoreSystem}
 	}
@@ -288,7 +295,9 @@ func runNodeEligibility(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	if *enable == *disable {
-		return errorf(stderr, "give exactly one of -enable and -disable")
+		fmt.Fprintln(stderr, "Give exactly one of -enable and -disable")
+		fs.Usage()
+		return 1
 	}
 	c, err := cf.client()
 	if err != nil {

@@ -40,6 +40,9 @@ func runJobRun(args []string, stdout, stderr io.Writer) int {
 	if _, err := c.Raw().Write("/v1/jobs", json.RawMessage(body), &resp, nil); err != nil {
 		return errorf(stderr, "submitting job: %v", err)
 	}
+	if resp.Warnings != "" {
+		fmt.Fprintf(stdout, "Job Warnings:\n%s\n\n", resp.Warnings)
+	}
 	if *detach {
 		fmt.Fprintln(stdout, "Job registration successful")
 		fmt.Fprintf(stdout, "Evaluation ID: %s\n", resp.EvalID)
@@ -232,9 +235,28 @@ func runJobStatus(args []string, stdout, stderr io.Writer) int {
 		return 1
 	}
 	id := fs.Arg(0)
+	if id == "" {
+		fs.Usage()
+		return 1
+	}
 	job, _, err := c.Jobs().Info(id, nil)
 	if err != nil {
-		return errorf(stderr, "querying job %q: %v", id, err)
+		// As Nomad's CLI: an unknown ID may be the prefix of one job.
+		full, perr := resolvePrefix(id, "job", func(p string) ([]string, error) {
+			stubs, _, err := c.Jobs().PrefixList(p)
+			ids := make([]string, 0, len(stubs))
+			for _, j := range stubs {
+				ids = append(ids, j.ID)
+			}
+			return ids, err
+		})
+		if perr != nil {
+			return errorf(stderr, "querying job %q: %v", id, perr)
+		}
+		id = full
+		if job, _, err = c.Jobs().Info(id, nil); err != nil {
+			return errorf(stderr, "querying job %q: %v", id, err)
+		}
 	}
 	sum, _, err := c.Jobs().Summary(id, nil)
 	if err != nil {

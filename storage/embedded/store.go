@@ -14,11 +14,13 @@ import (
 	"context"
 	"encoding/binary"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/drover-sched/drover/storage"
 )
@@ -64,6 +66,9 @@ var _ storage.Watcher = (*Store)(nil)
 // another process holds the file (after a 5 s wait).
 func Open(path string) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	if errors.Is(err, bolterrors.ErrTimeout) {
+		return nil, fmt.Errorf("open state file %s: it is locked by another process (is a drover agent already running with this data dir?)", path)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open state file %s: %w", path, err)
 	}

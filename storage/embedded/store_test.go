@@ -3,6 +3,7 @@ package embedded
 import (
 	"context"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -79,5 +80,17 @@ func TestWatchTables(t *testing.T) {
 		case <-time.After(2 * time.Second):
 			t.Fatal("a node write did not wake the watcher")
 		}
+	}
+}
+
+// TestSecondOpenIsRefusedClearly: a state file held by another agent is
+// refused (after bbolt's 5 s wait) with a message that says so.
+func TestSecondOpenIsRefusedClearly(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	defer s.Close()
+	_, err := Open(path)
+	if err == nil || !strings.Contains(err.Error(), "locked by another process") {
+		t.Fatalf("second open: %v", err)
 	}
 }
