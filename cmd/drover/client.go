@@ -82,6 +82,21 @@ func newTable(w io.Writer) *tabwriter.Writer {
 	return tabwriter.NewWriter(w, 0, 8, 2, ' ', 0)
 }
 
+// printList prints n rows under a tab-separated header as an aligned
+// table, or the empty message when there are none.
+func printList(w io.Writer, empty, header string, n int, row func(i int) string) {
+	if n == 0 {
+		fmt.Fprintln(w, empty)
+		return
+	}
+	tw := newTable(w)
+	fmt.Fprintln(tw, header)
+	for i := 0; i < n; i++ {
+		fmt.Fprintln(tw, row(i))
+	}
+	tw.Flush()
+}
+
 // formatTime renders a time as Nomad's CLI does.
 func formatTime(t time.Time) string {
 	if t.IsZero() {

@@ -42,16 +42,10 @@ func runDeploymentStatus(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return errorf(stderr, "querying deployments: %v", err)
 		}
-		if len(ds) == 0 {
-			fmt.Fprintln(stdout, "No deployments found")
-			return 0
-		}
-		tw := newTable(stdout)
-		fmt.Fprintln(tw, "ID\tJob ID\tJob Version\tStatus\tDescription")
-		for _, d := range ds {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", cf.short(d.ID), d.JobID, d.JobVersion, d.Status, d.StatusDescription)
-		}
-		tw.Flush()
+		printList(stdout, "No deployments found", "ID\tJob ID\tJob Version\tStatus\tDescription", len(ds), func(i int) string {
+			d := ds[i]
+			return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", cf.short(d.ID), d.JobID, d.JobVersion, d.Status, d.StatusDescription)
+		})
 		return 0
 	}
 	if fs.NArg() != 1 {

@@ -218,16 +218,10 @@ func runJobStatus(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return errorf(stderr, "querying jobs: %v", err)
 		}
-		if len(jobs) == 0 {
-			fmt.Fprintln(stdout, "No running jobs")
-			return 0
-		}
-		tw := newTable(stdout)
-		fmt.Fprintln(tw, "ID\tType\tPriority\tStatus\tSubmit Date")
-		for _, j := range jobs {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", j.ID, j.Type, j.Priority, jobStatusWord(j.Status, j.Stop), formatUnixNano(j.SubmitTime))
-		}
-		tw.Flush()
+		printList(stdout, "No running jobs", "ID\tType\tPriority\tStatus\tSubmit Date", len(jobs), func(i int) string {
+			j := jobs[i]
+			return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", j.ID, j.Type, j.Priority, jobStatusWord(j.Status, j.Stop), formatUnixNano(j.SubmitTime))
+		})
 		return 0
 	}
 	if fs.NArg() != 1 {
@@ -302,21 +296,11 @@ func runJobStatus(args []string, stdout, stderr io.Writer) int {
 	}
 
 	fmt.Fprintln(stdout, "\nAllocations")
-	if len(allocs) == 0 {
-		fmt.Fprintln(stdout, "No allocations placed")
-		return 0
-	}
-	at := newTable(stdout)
-	fmt.Fprintln(at, "ID\tNode ID\tTask Group\tVersion\tDesired\tStatus\tCreated\tModified")
-	for _, a := range allocs {
-		version := uint64(0)
-		if a.JobVersion != 0 {
-			version = a.JobVersion
-		}
-		fmt.Fprintf(at, "%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\n", cf.short(a.ID), cf.short(a.NodeID), a.TaskGroup, version,
+	printList(stdout, "No allocations placed", "ID\tNode ID\tTask Group\tVersion\tDesired\tStatus\tCreated\tModified", len(allocs), func(i int) string {
+		a := allocs[i]
+		return fmt.Sprintf("%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s", cf.short(a.ID), cf.short(a.NodeID), a.TaskGroup, a.JobVersion,
 			a.DesiredStatus, a.ClientStatus, ago(time.Unix(0, a.CreateTime)), ago(time.Unix(0, a.ModifyTime)))
-	}
-	at.Flush()
+	})
 	return 0
 }
 

@@ -203,17 +203,11 @@ func runNodeStatus(args []string, stdout, stderr io.Writer) int {
 		if err != nil {
 			return errorf(stderr, "querying nodes: %v", err)
 		}
-		if len(nodes) == 0 {
-			fmt.Fprintln(stdout, "No nodes registered")
-			return 0
-		}
-		tw := newTable(stdout)
-		fmt.Fprintln(tw, "ID\tNode Pool\tDC\tName\tClass\tDrain\tEligibility\tStatus")
-		for _, n := range nodes {
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s\n", cf.short(n.ID), n.NodePool, n.Datacenter, n.Name,
+		printList(stdout, "No nodes registered", "ID\tNode Pool\tDC\tName\tClass\tDrain\tEligibility\tStatus", len(nodes), func(i int) string {
+			n := nodes[i]
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s", cf.short(n.ID), n.NodePool, n.Datacenter, n.Name,
 				orNA(n.NodeClass), n.Drain, n.SchedulingEligibility, n.Status)
-		}
-		tw.Flush()
+		})
 		return 0
 	}
 	if fs.NArg() != 1 {
@@ -271,16 +265,10 @@ func runNodeStatus(args []string, stdout, stderr io.Writer) int {
 		rt.Flush()
 	}
 	fmt.Fprintln(stdout, "\nAllocations")
-	if len(allocs) == 0 {
-		fmt.Fprintln(stdout, "No allocations placed")
-		return 0
-	}
-	at := newTable(stdout)
-	fmt.Fprintln(at, "ID\tJob ID\tTask Group\tDesired\tStatus\tCreated")
-	for _, a := range allocs {
-		fmt.Fprintf(at, "%s\t%s\t%s\t%s\t%s\t%s\n", cf.short(a.ID), a.JobID, a.TaskGroup, a.DesiredStatus, a.ClientStatus, ago(time.Unix(0, a.CreateTime)))
-	}
-	at.Flush()
+	printList(stdout, "No allocations placed", "ID\tJob ID\tTask Group\tDesired\tStatus\tCreated", len(allocs), func(i int) string {
+		a := allocs[i]
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", cf.short(a.ID), a.JobID, a.TaskGroup, a.DesiredStatus, a.ClientStatus, ago(time.Unix(0, a.CreateTime)))
+	})
 	return 0
 }
 
