@@ -164,6 +164,13 @@ func TestCLI(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "ID           = hello") {
 		t.Fatalf("job prefix: %d\n%s", code, out)
 	}
+	if out, code = cli(t, addr, "job", "history", "hel"); code != 0 || !strings.Contains(out, "Version") {
+		t.Fatalf("job history by prefix: %d\n%s", code, out)
+	}
+	// Conflicting drain flags are refused, as Nomad does; -yes is accepted.
+	if out, code = cli(t, addr, "node", "drain", "-enable", "-force", "-no-deadline", "-yes", nodeID); code != 1 || !strings.Contains(out, "at most one") {
+		t.Fatalf("conflicting drain flags: %d\n%s", code, out)
+	}
 	out, code = cli(t, "127.0.0.1:1", "job", "stop", "--address", addr, "hello")
 	if code != 0 {
 		t.Fatalf("job stop with --address: %d\n%s", code, out)

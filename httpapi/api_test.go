@@ -408,6 +408,9 @@ func TestUnsupportedQueryParametersAreRefused(t *testing.T) {
 			t.Fatalf("?%s: %d %s", q, resp.StatusCode, body)
 		}
 	}
+	if resp, _ := e.do(http.MethodGet, "/v1/jobs?filter=", nil); resp.StatusCode != 200 {
+		t.Fatalf("an empty filter is no filter, as in Nomad: %d", resp.StatusCode)
+	}
 	if resp, _ := e.do(http.MethodGet, "/v1/jobs?region=global&stale=true", nil); resp.StatusCode != 200 {
 		t.Fatalf("own region: %d", resp.StatusCode)
 	}

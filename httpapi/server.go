@@ -184,8 +184,8 @@ func (s *Server) routes() {
 // absent (a filter ignored would act on everything).
 var unsupportedQuery = map[string]string{
 	"filter":     "filter expressions",
-	"per_page":   "pagination",
-	"next_token": "pagination",
+	"per_page":   "pages of results",
+	"next_token": "pages of results",
 }
 
 // checkQuery refuses a query string that does not parse, a parameter drover
@@ -196,7 +196,7 @@ func (s *Server) checkQuery(r *http.Request) error {
 		return badRequestf("query string: %v", err)
 	}
 	for name, what := range unsupportedQuery {
-		if _, ok := q[name]; ok {
+		if v, ok := q[name]; ok && strings.Join(v, "") != "" {
 			return badRequestf("query parameter %q: %s are not supported by drover yet", name, what)
 		}
 	}

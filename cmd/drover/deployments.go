@@ -179,6 +179,9 @@ func runJobHistory(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return errorf(stderr, "initializing client: %v", err)
 	}
+	if id, err = resolveJobID(c, id); err != nil {
+		return errorf(stderr, "querying job versions: %v", err)
+	}
 	versions, _, _, err := c.Jobs().Versions(id, false, nil)
 	if err != nil {
 		return errorf(stderr, "querying job versions: %v", err)
@@ -221,7 +224,11 @@ func runJobRevert(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return errorf(stderr, "initializing client: %v", err)
 	}
-	resp, _, err := c.Jobs().Revert(fs.Arg(0), version, nil, nil, "", "")
+	id, err := resolveJobID(c, fs.Arg(0))
+	if err != nil {
+		return errorf(stderr, "reverting job: %v", err)
+	}
+	resp, _, err := c.Jobs().Revert(id, version, nil, nil, "", "")
 	if err != nil {
 		return errorf(stderr, "reverting job: %v", err)
 	}
@@ -240,6 +247,7 @@ func runNodeDrain(args []string, stdout, stderr io.Writer) int {
 	force := fs.Bool("force", false, "force every allocation off now, ignoring migrate max_parallel")
 	noDeadline := fs.Bool("no-deadline", false, "drain without a deadline: allocations move only as migrate allows")
 	ignoreSystem := fs.Bool("ignore-system", false, "leave system jobs running (drover has none yet)")
+	fs.Bool("yes", false, "do not ask for confirmation (drover never asks; accepted for Nomad's scripts)")
 	keepIneligible := fs.Bool("keep-ineligible", false, "with -disable: keep the node ineligible")
 	id, ok := oneArg(fs, args, "node")
 	if !ok {
@@ -257,6 +265,12 @@ func runNodeDrain(args []string, stdout, stderr io.Writer) int {
 	var spec *api.DrainSpec
 	if *enable {
 		// Nomad's encoding: a negative deadline forces, 0 means none.
+		deadlineSet := false
+		fs.Visit(func(f *flag.Flag) { deadlineSet = deadlineSet || f.Name == "deadline" })
+		if (*force && *noDeadline) || (*force && deadlineSet) || (*noDeadline && deadlineSet) {
+			fmt.Fprintln(stderr, "Give at most one of -deadline, -force and -no-deadline")
+			return 1
+		}
 		d := *deadline
 		switch {
 		case *force:

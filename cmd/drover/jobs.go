@@ -193,6 +193,9 @@ func runJobStop(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		return errorf(stderr, "initializing client: %v", err)
 	}
+	if id, err = resolveJobID(c, id); err != nil {
+		return errorf(stderr, "deregistering job: %v", err)
+	}
 	evalID, _, err := c.Jobs().Deregister(id, *purge, nil)
 	if err != nil {
 		return errorf(stderr, "deregistering job: %v", err)
@@ -233,24 +236,13 @@ func runJobStatus(args []string, stdout, stderr io.Writer) int {
 		fs.Usage()
 		return 1
 	}
+	id, err = resolveJobID(c, id)
+	if err != nil {
+		return errorf(stderr, "querying job: %v", err)
+	}
 	job, _, err := c.Jobs().Info(id, nil)
 	if err != nil {
-		// As Nomad's CLI: an unknown ID may be the prefix of one job.
-		full, perr := resolvePrefix(id, "job", func(p string) ([]string, error) {
-			stubs, _, err := c.Jobs().PrefixList(p)
-			ids := make([]string, 0, len(stubs))
-			for _, j := range stubs {
-				ids = append(ids, j.ID)
-			}
-			return ids, err
-		})
-		if perr != nil {
-			return errorf(stderr, "querying job %q: %v", id, perr)
-		}
-		id = full
-		if job, _, err = c.Jobs().Info(id, nil); err != nil {
-			return errorf(stderr, "querying job %q: %v", id, err)
-		}
+		return errorf(stderr, "querying job %q: %v", id, err)
 	}
 	sum, _, err := c.Jobs().Summary(id, nil)
 	if err != nil {
@@ -338,4 +330,20 @@ func derefUint64(i *uint64) uint64 {
 		return 0
 	}
 	return *i
+}
+
+// resolveJobID returns id if a job has that exact ID, else the one job
+// whose ID starts with it, as Nomad's CLI does.
+func resolveJobID(c *api.Client, id string) (string, error) {
+	if _, _, err := c.Jobs().Info(id, nil); err == nil {
+		return id, nil
+	}
+	return resolvePrefix(id, "job", func(p string) ([]string, error) {
+		stubs, _, err := c.Jobs().PrefixList(p)
+		ids := make([]string, 0, len(stubs))
+		for _, j := range stubs {
+			ids = append(ids, j.ID)
+		}
+		return ids, err
+	})
 }
