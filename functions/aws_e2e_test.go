@@ -33,6 +33,8 @@ import (
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-sched/drover/internal/testjobs"
+
 	"github.com/drover-sched/drover/acl"
 	"github.com/drover-sched/drover/controlplane/awscp"
 	"github.com/drover-sched/drover/internal/awstest"
@@ -375,27 +377,8 @@ func TestAWSHomeEndToEnd(t *testing.T) {
 	t.Logf("pump delivered %d batches to the evaluate function", strings.Count(pump.out.String(), "delivered"))
 }
 
-func serviceJob(id string, count int, script string, args ...string) *api.Job {
-	job := api.NewServiceJob(id, id, "global", 50)
-	tg := api.NewTaskGroup("web", count)
-	task := api.NewTask("server", "raw_exec")
-	task.Config = map[string]any{"command": "/bin/sh", "args": append([]string{script}, args...)}
-	task.Require(&api.Resources{CPU: new(100), MemoryMB: new(64)})
-	task.KillTimeout = new(2 * time.Second)
-	tg.AddTask(task)
-	job.AddTaskGroup(tg)
-	return job
-}
-
-func batchJob(id, script string) *api.Job {
-	job := api.NewBatchJob(id, id, "global", 50)
-	tg := api.NewTaskGroup("run", 1)
-	tg.RestartPolicy = &api.RestartPolicy{Attempts: new(0), Mode: new("fail"), Interval: new(time.Minute), Delay: new(time.Second)}
-	tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(0), Unlimited: new(false)}
-	task := api.NewTask("main", "raw_exec")
-	task.Config = map[string]any{"command": "/bin/sh", "args": []string{script}}
-	task.Require(&api.Resources{CPU: new(100), MemoryMB: new(64)})
-	tg.AddTask(task)
-	job.AddTaskGroup(tg)
-	return job
-}
+// serviceJob and batchJob are the shared test jobs (internal/testjobs).
+var (
+	serviceJob = testjobs.Service
+	batchJob   = testjobs.Batch
+)
