@@ -1,8 +1,8 @@
 // Package storage defines drover's state store in the domain's words (jobs
 // and their versions, allocations, evaluations, deployments, nodes, plans)
 // and the errors every backend returns. Backends live in sub-packages:
-// storage/embedded (a bbolt file, the default home) and, later,
-// storage/dynamodb. storage/storagetest holds the ONE conformance suite
+// storage/embedded (a bbolt file, the default home) and storage/dynamodb
+// (the AWS home). storage/storagetest holds the ONE conformance suite
 // every backend must pass.
 //
 // Consumers should not depend on Store as a whole: each defines the small
