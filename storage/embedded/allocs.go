@@ -221,16 +221,6 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 	return changes, nil
 }
 
-// indexAlloc adds a new alloc to the secondary indexes.
-func indexAlloc(tx *bolt.Tx, a *structs.Allocation) error {
-	if err := tx.Bucket(bAllocsByJob).Put(key(a.Namespace, a.JobID, a.ID), nil); err != nil {
-		return err
-	}
-	if err := tx.Bucket(bAllocsByNode).Put(key(a.NodeID, a.ID), nil); err != nil {
-		return err
-	}
-	return tx.Bucket(bAllocsByEval).Put(key(a.EvalID, a.ID), nil)
-}
 
 // UpdateAllocDesiredTransitions implements storage.Store.
 func (s *Store) UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error) {
