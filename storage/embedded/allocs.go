@@ -221,7 +221,6 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 	return changes, nil
 }
 
-
 // UpdateAllocDesiredTransitions implements storage.Store.
 func (s *Store) UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error) {
 	return s.write(ctx, func(w *wtx) error {
