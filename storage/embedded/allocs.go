@@ -70,18 +70,6 @@ func putAlloc(tx *bolt.Tx, a *structs.Allocation) error {
 	return tx.Bucket(bAllocs).Put([]byte(a.ID), data)
 }
 
-// encodeAlloc and decodeAlloc are the stored form of an alloc (Job left
-// out: specs live once per job version).
-func encodeAlloc(a *structs.Allocation) ([]byte, error) {
-	job := a.Job
-	a.Job = nil
-	defer func() { a.Job = job }()
-	return json.Marshal(a)
-}
-
-func decodeAlloc(data []byte) (*structs.Allocation, error) {
-	return decodeInto[structs.Allocation](data)
-}
 
 // allocsByIndex reads the allocs listed under prefix in an index bucket,
 // with their Jobs, sorted by ID.
