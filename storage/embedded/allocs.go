@@ -70,7 +70,6 @@ func putAlloc(tx *bolt.Tx, a *structs.Allocation) error {
 	return tx.Bucket(bAllocs).Put([]byte(a.ID), data)
 }
 
-
 // allocsByIndex reads the allocs listed under prefix in an index bucket,
 // with their Jobs, sorted by ID.
 func allocsByIndex(tx *bolt.Tx, bucket, prefix []byte) ([]*structs.Allocation, error) {
