@@ -292,6 +292,9 @@ func (gc *collector) deleteEval(id string) error {
 	if err := tx.Bucket(bEvalsByJob).Delete(key(e.Namespace, e.JobID, e.ID)); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bEvalsByStatus).Delete(key(e.Status, e.ID)); err != nil {
+		return err
+	}
 	gc.w.touch(storage.TableEvals)
 	gc.res.Evals++
 	return nil

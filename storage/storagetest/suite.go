@@ -49,6 +49,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"TableIndexes", testIndexes},
 		{"UsageMaintained", testUsageMaintained},
 		{"CandidateNodes", testCandidateNodes},
+		{"EvalStatusFilter", testEvalStatusFilter},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
