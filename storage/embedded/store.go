@@ -43,10 +43,11 @@ var (
 	bNodeAssignment = []byte("node_assignment") // node id → uint64 index
 	bNodeUsage      = []byte("node_usage")      // node id → usage record (usage.go)
 	bEvalsByStatus  = []byte("evals_by_status") // status\0id
+	bAllocsTerminal = []byte("allocs_terminal") // id of each alloc that holds no resources
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
 		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage,
-		bEvalsByStatus}
+		bEvalsByStatus, bAllocsTerminal}
 
 	keyIndex = []byte("index")
 	// keyUsageBuilt is set once the node usage records exist (a file
@@ -54,6 +55,8 @@ var (
 	keyUsageBuilt = []byte("usage_built")
 	// keyEvalStatusBuilt is set once evals_by_status is complete.
 	keyEvalStatusBuilt = []byte("evals_by_status_built")
+	// keyTerminalBuilt is set once allocs_terminal is complete.
+	keyTerminalBuilt = []byte("allocs_terminal_built")
 )
 
 // maxTrackedVersions is how many versions of a job are kept (Nomad keeps 6);
@@ -110,7 +113,12 @@ func Open(path string) (*Store, error) {
 			}
 		}
 		if meta.Get(keyEvalStatusBuilt) == nil {
-			return buildEvalStatusIndex(tx)
+			if err := buildEvalStatusIndex(tx); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyTerminalBuilt) == nil {
+			return buildTerminalIndex(tx)
 		}
 		return nil
 	})
