@@ -4,7 +4,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin/drover
 
-.PHONY: build test lint dev dev-stop bench clean lambda
+.PHONY: build test lint dev dev-stop bench clean lambda bench-c1m bench-burst
 
 ## build: the drover binary (CLI, dev agent, task supervisor) into bin/
 build:
@@ -33,6 +33,16 @@ dev-stop:
 ## bench: the benchmarks whose figures the README reports
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./reconcile/ ./scheduler/
+
+## bench-c1m: the C1M shape, small by default (100 jobs × 1,000 allocs on
+## 1,000 nodes); ARGS="-nodes 5000 -jobs 1000 -count 1000" is Nomad's C1M
+bench-c1m:
+	$(GO) run ./cmd/drover-bench c1m $(ARGS)
+
+## bench-burst: 4,000 one-alloc jobs registered as fast as the API takes
+## them on 3 nodes, then purged
+bench-burst:
+	$(GO) run ./cmd/drover-bench burst $(ARGS)
 
 ## lambda: the AWS home's Lambda functions as bootstrap binaries for
 ## provided.al2023 on arm64, into build/<function>/bootstrap (template.yaml

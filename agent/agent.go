@@ -255,6 +255,21 @@ func (a *Agent) Addr() string {
 	return a.cfg.HTTPAddr
 }
 
+// Store returns a server's state store (nil for a client-only agent), for
+// harnesses that read state or register nodes directly while the agent
+// runs (the file is held open by the agent).
+func (a *Agent) Store() *embedded.Store { return a.store }
+
+// QueueStats returns what a server's eval broker holds (zero for a
+// client-only agent): evaluations ready, waiting behind their job's
+// in-flight one, delayed, and in flight.
+func (a *Agent) QueueStats() evqueue.Stats {
+	if a.broker == nil {
+		return evqueue.Stats{}
+	}
+	return a.broker.Stats()
+}
+
 // NodeID returns the client's node ID, or "".
 func (a *Agent) NodeID() string {
 	if a.node == nil {
