@@ -32,7 +32,7 @@ type C1MResult struct {
 	Placed  int
 	// FirstRate and LastRate are the placements/s of the first and the
 	// last Every jobs.
-	FirstRate, LastRate float64
+	FirstRate, LastRate  float64
 	StoreMiB, PeakRSSMiB float64
 }
 
