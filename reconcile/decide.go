@@ -180,12 +180,13 @@ func (g *groupRun) placeCanaries() {
 		}
 	}
 	destructive := slices.Compact(g.indexes(g.destructive))
-	for _, i := range g.names.nextCanaries(uint(g.desired.Canary), existing, destructive) {
-		r.res.Place = append(r.res.Place, &Placement{
-			Name:      structs.AllocName(r.jobID, g.name, i),
-			TaskGroup: g.tg,
-			Canary:    true,
-		})
+	indexes := g.names.nextCanaries(uint(g.desired.Canary), existing, destructive)
+	names := newAllocNames(r.jobID, g.name, indexes)
+	slab := make([]Placement, len(indexes))
+	r.res.Place = slices.Grow(r.res.Place, len(indexes))
+	for k, i := range indexes {
+		slab[k] = Placement{Name: names.next(i), TaskGroup: g.tg, Canary: true}
+		r.res.Place = append(r.res.Place, &slab[k])
 	}
 }
 
@@ -253,36 +254,49 @@ func (g *groupRun) rolloutLimit() int {
 // allocs while the group is short, then new allocs with the lowest free
 // names. Replacements keep the name, canary flag and job version of what
 // they replace.
+//
+// The placements live in one slab and their new names in one string
+// (allocNames): a scale-up of n costs a handful of allocations, not n.
 func (g *groupRun) computePlacements() []*Placement {
-	var place []*Placement
-	for p := range g.rescheduleNow.ascending() {
-		place = append(place, g.replacement(p, true, false))
-	}
 	existing := g.untainted.len() + g.migrate.len() + g.rescheduleNow.len()
+	lost := min(g.lost.len(), max(g.count-existing, 0))
+	var fresh []uint
+	if existing+lost < g.count {
+		fresh = g.names.next(uint(g.count - existing - lost))
+	}
+	slab := make([]Placement, g.rescheduleNow.len()+lost+len(fresh))
+	place := make([]*Placement, len(slab))
+	k := 0
+	for p := range g.rescheduleNow.ascending() {
+		slab[k] = g.replacement(p, true, false)
+		k++
+	}
 	for p := range g.lost.ascending() {
-		if existing >= g.count {
+		if lost == 0 {
 			break
 		}
-		existing++
-		place = append(place, g.replacement(p, false, true))
+		lost--
+		slab[k] = g.replacement(p, false, true)
+		k++
 	}
-	if existing < g.count {
-		for _, i := range g.names.next(uint(g.count - existing)) {
-			place = append(place, &Placement{
-				Name:               structs.AllocName(g.r.jobID, g.name, i),
-				TaskGroup:          g.tg,
-				DowngradeNonCanary: g.isCanarying,
-			})
+	if len(fresh) > 0 {
+		names := newAllocNames(g.r.jobID, g.name, fresh)
+		for _, i := range fresh {
+			slab[k] = Placement{Name: names.next(i), TaskGroup: g.tg, DowngradeNonCanary: g.isCanarying}
+			k++
 		}
+	}
+	for k := range slab {
+		place[k] = &slab[k]
 	}
 	return place
 }
 
-// replacement places an alloc that takes over from the one at p.
-func (g *groupRun) replacement(p int, reschedule, lost bool) *Placement {
+// replacement describes an alloc that takes over from the one at p.
+func (g *groupRun) replacement(p int, reschedule, lost bool) Placement {
 	ai := g.allocs[p]
 	canary := ai.alloc.DeploymentStatus.IsCanary()
-	return &Placement{
+	return Placement{
 		Name:               ai.alloc.Name,
 		TaskGroup:          g.tg,
 		Canary:             canary,
@@ -374,7 +388,7 @@ func (g *groupRun) migrations() {
 	for p := range g.migrate.ascending() {
 		g.stopAlloc(p, "", StatusAllocMigrating, "")
 		pl := g.replacement(p, false, false)
-		res.Place = append(res.Place, pl)
+		res.Place = append(res.Place, &pl)
 	}
 }
 

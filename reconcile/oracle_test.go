@@ -17,10 +17,11 @@ import (
 )
 
 // TestOracle replays the reference scenarios recorded from Nomad v1.6.5's
-// reconciler (schema: ../../shared/oracle/README.md) through Reconcile and
+// reconciler (schema: testdata/oracle/README.md) through Reconcile and
 // compares every stable field, and every unstable field against its
 // recorded summary. The folder comes from DROVER_ORACLE_DIR, by default
-// the shared oracle folder next to the repository.
+// testdata/oracle in this package (a copy kept in the repository, so a
+// fresh clone anywhere runs it).
 //
 // documentedDifferences lists the scenarios where drover deliberately
 // differs from Nomad; see ORACLE.md. It is keyed by behaviour, not by
@@ -114,13 +115,13 @@ func documentedDifference(sc oracleScenario, diffs []string) string {
 	return ""
 }
 
-// oracleDir is DROVER_ORACLE_DIR, or ../../shared/oracle relative to this
+// oracleDir is DROVER_ORACLE_DIR, or testdata/oracle relative to this
 // package's directory (where go test runs the package's tests).
 func oracleDir(t *testing.T) string {
 	if d := os.Getenv("DROVER_ORACLE_DIR"); d != "" {
 		return d
 	}
-	return filepath.Join("..", "..", "shared", "oracle")
+	return filepath.Join("testdata", "oracle")
 }
 
 // The JSON schema of the oracle files.

@@ -38,27 +38,6 @@ func (s *Store) JobSnapshot(ctx context.Context, ns, jobID string) (*storage.Job
 	return snap, nil
 }
 
-// NodesWithUsage implements storage.Store.
-func (s *Store) NodesWithUsage(ctx context.Context) ([]*storage.NodeUsage, error) {
-	var out []*storage.NodeUsage
-	err := s.read(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bNodes).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			n, err := decodeInto[structs.Node](v)
-			if err != nil {
-				return err
-			}
-			used, count, err := nodeUsage(tx, n.ID)
-			if err != nil {
-				return err
-			}
-			out = append(out, &storage.NodeUsage{Node: n, Used: used, Allocs: count})
-		}
-		return nil
-	})
-	return out, err
-}
-
 // CommitPlan implements storage.Store. Everything happens in one bbolt
 // write transaction: either the whole plan lands or nothing does.
 func (s *Store) CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error) {
@@ -155,8 +134,9 @@ func (w *wtx) applyStop(st *structs.AllocStop, now int64) error {
 	if a == nil {
 		return storage.Conflictf("stop of alloc %s: alloc does not exist", st.AllocID)
 	}
+	was := holdingOf(a)
 	storage.ApplyStop(a, st, now)
-	return w.putServerChange(a, now)
+	return w.putServerChange(a, was, now)
 }
 
 func (w *wtx) applyUpdate(u *structs.AllocUpdate, now int64) error {
@@ -167,19 +147,20 @@ func (w *wtx) applyUpdate(u *structs.AllocUpdate, now int64) error {
 	if a == nil {
 		return storage.Conflictf("update of alloc %s: alloc does not exist", u.AllocID)
 	}
+	was := holdingOf(a)
 	storage.ApplyUpdate(a, u, now)
-	return w.putServerChange(a, now)
+	return w.putServerChange(a, was, now)
 }
 
 // putServerChange writes an alloc changed by the control plane: it moves
 // the alloc's AllocModifyIndex, which the node agent acts on.
-func (w *wtx) putServerChange(a *structs.Allocation, now int64) error {
+func (w *wtx) putServerChange(a *structs.Allocation, was holding, now int64) error {
 	a.ModifyIndex = w.index
 	a.AllocModifyIndex = w.index
 	a.ModifyTime = now
 	w.touch(storage.TableAllocs)
 	w.touchJob(a.Namespace, a.JobID)
-	return putAlloc(w.tx, a)
+	return w.saveAlloc(was, a)
 }
 
 // insertAlloc writes a new placement. Its ID is deterministic for the
@@ -191,7 +172,7 @@ func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
 	} else if existing != nil {
 		return storage.Conflictf("alloc %s (%s) already exists", in.ID, in.Name)
 	}
-	node, err := getJSON[structs.Node](w.tx.Bucket(bNodes), []byte(in.NodeID))
+	node, err := w.node(in.NodeID)
 	if err != nil {
 		return err
 	}
@@ -209,7 +190,7 @@ func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
 		a.CreateTime = now
 	}
 	a.ModifyTime = now
-	if err := putAlloc(w.tx, a); err != nil {
+	if err := w.saveAlloc(holding{}, a); err != nil {
 		return err
 	}
 	if err := indexAlloc(w.tx, a); err != nil {
@@ -224,10 +205,11 @@ func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
 			return err
 		}
 		if prev != nil {
+			was := holdingOf(prev)
 			prev.NextAllocation = a.ID
 			prev.ModifyIndex = w.index
 			prev.ModifyTime = now
-			if err := putAlloc(w.tx, prev); err != nil {
+			if err := w.saveAlloc(was, prev); err != nil {
 				return err
 			}
 		}
@@ -238,8 +220,8 @@ func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
 }
 
 // checkCapacity enforces invariant 2 at commit time: on every node that
-// receives placements, what non-terminal allocs hold (after this plan's
-// stops, with this plan's placements already written) fits the node.
+// receives placements, its usage record (after this plan's stops, with
+// this plan's placements already counted) fits the node.
 func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 	nodes := make([]string, 0, len(placedOn))
 	for n := range placedOn {
@@ -247,15 +229,15 @@ func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 	}
 	sort.Strings(nodes)
 	for _, id := range nodes {
-		node, err := getJSON[structs.Node](w.tx.Bucket(bNodes), []byte(id))
+		node, err := w.node(id)
 		if err != nil {
 			return err
 		}
-		used, _, err := nodeUsage(w.tx, id)
+		u, err := w.usageOf(id)
 		if err != nil {
 			return err
 		}
-		if ok, dim := node.Capacity().Superset(used); !ok {
+		if ok, dim := node.Capacity().Superset(u.res); !ok {
 			return storage.Conflictf("node %s over-committed: %s exhausted", id, dim)
 		}
 	}
