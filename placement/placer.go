@@ -73,6 +73,18 @@ func (p *Placer) Release(a *structs.Allocation) {
 	}
 }
 
+// Reserve takes back the room Release returned for a (a stop that was
+// dropped from the plan after all).
+func (p *Placer) Reserve(a *structs.Allocation) {
+	ns, ok := p.byID[a.NodeID]
+	if !ok || a.TerminalStatus() {
+		return
+	}
+	ns.used = ns.used.Add(a.AllocatedResources.Comparable())
+	ns.groupAllocs[a.TaskGroup]++
+	ns.jobAllocs++
+}
+
 // Place chooses the best feasible node for one alloc of tg and reserves
 // the resources there. preferNode, when set and feasible, wins (sticky
 // ephemeral disk keeps a replacement on its node). Nodes in penalize score
