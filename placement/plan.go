@@ -82,7 +82,7 @@ func BuildPlan(req *PlanRequest) *PlanResult {
 	}
 	var placer *Placer
 	if req.Job != nil {
-		placer = NewPlacer(req.Job, req.Nodes, live)
+		placer = NewPlacer(req.Job, req.Nodes, live, Options{EvalID: req.Eval.ID})
 	}
 
 	addStops(plan, placer, res)
@@ -216,6 +216,14 @@ func (b *placementBuilder) place(p *reconcile.Placement) {
 	if job == nil || b.placer == nil || tg == nil {
 		return
 	}
+	// Once a group failed to place, its later placements fail too: the
+	// plan's stops were all released before the first placement, and
+	// placements only take room. Nomad coalesces them without a search.
+	if first, ok := b.out.FailedTGAllocs[tg.Name]; ok {
+		first.CoalescedFailures++
+		b.out.QueuedAllocations[tg.Name]++
+		return
+	}
 	preferNode := ""
 	var penalize map[string]bool
 	if prev != nil {
@@ -236,11 +244,7 @@ func (b *placementBuilder) place(p *reconcile.Placement) {
 	metric.AllocationTime = time.Since(start)
 	if node == nil {
 		b.out.QueuedAllocations[tg.Name]++
-		if first, ok := b.out.FailedTGAllocs[tg.Name]; ok {
-			first.CoalescedFailures++
-		} else {
-			b.out.FailedTGAllocs[tg.Name] = metric
-		}
+		b.out.FailedTGAllocs[tg.Name] = metric
 		return
 	}
 	prevID := ""
