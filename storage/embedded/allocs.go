@@ -70,19 +70,6 @@ func putAlloc(tx *bolt.Tx, a *structs.Allocation) error {
 	return tx.Bucket(bAllocs).Put([]byte(a.ID), data)
 }
 
-// encodeAlloc and decodeAlloc are the stored form of an alloc (Job left
-// out: specs live once per job version).
-func encodeAlloc(a *structs.Allocation) ([]byte, error) {
-	job := a.Job
-	a.Job = nil
-	defer func() { a.Job = job }()
-	return json.Marshal(a)
-}
-
-func decodeAlloc(data []byte) (*structs.Allocation, error) {
-	return decodeInto[structs.Allocation](data)
-}
-
 // allocsByIndex reads the allocs listed under prefix in an index bucket,
 // with their Jobs, sorted by ID.
 func allocsByIndex(tx *bolt.Tx, bucket, prefix []byte) ([]*structs.Allocation, error) {
@@ -219,17 +206,6 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 		return nil, fmt.Errorf("update allocs from node %s: %w", nodeID, err)
 	}
 	return changes, nil
-}
-
-// indexAlloc adds a new alloc to the secondary indexes.
-func indexAlloc(tx *bolt.Tx, a *structs.Allocation) error {
-	if err := tx.Bucket(bAllocsByJob).Put(key(a.Namespace, a.JobID, a.ID), nil); err != nil {
-		return err
-	}
-	if err := tx.Bucket(bAllocsByNode).Put(key(a.NodeID, a.ID), nil); err != nil {
-		return err
-	}
-	return tx.Bucket(bAllocsByEval).Put(key(a.EvalID, a.ID), nil)
 }
 
 // UpdateAllocDesiredTransitions implements storage.Store.

@@ -74,11 +74,11 @@ func (w *wtx) commitPlan(plan *structs.Plan) error {
 			return err
 		}
 	}
+	if err := w.insertAllocs(plan.Placements, now); err != nil {
+		return err
+	}
 	placedOn := map[string][]*structs.Allocation{}
 	for _, a := range plan.Placements {
-		if err := w.insertAlloc(a, now); err != nil {
-			return err
-		}
 		placedOn[a.NodeID] = append(placedOn[a.NodeID], a)
 		touchedNodes[a.NodeID] = true
 	}
@@ -163,24 +163,53 @@ func (w *wtx) putServerChange(a *structs.Allocation, was holding, now int64) err
 	return w.saveAlloc(was, a)
 }
 
-// insertAlloc writes a new placement. Its ID is deterministic for the
-// placement, so an existing ID means this placement was already committed:
-// a conflict, never a second alloc.
-func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
-	if existing, err := getAlloc(w.tx, in.ID); err != nil {
-		return err
-	} else if existing != nil {
-		return storage.Conflictf("alloc %s (%s) already exists", in.ID, in.Name)
+// insertAllocs writes a plan's placements. bbolt keeps a transaction's
+// new keys in memory, one sorted slice per page, until it commits: keys
+// that land on one page (a new job's or eval's index entries) are put in
+// ascending order, so each is an append rather than a move of the whole
+// slice.
+func (w *wtx) insertAllocs(placements []*structs.Allocation, now int64) error {
+	sorted := append([]*structs.Allocation(nil), placements...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+	counts := make([]deploymentCount, 0, len(sorted))
+	for _, a := range sorted {
+		stored, err := w.insertAlloc(a, now)
+		if err != nil {
+			return err
+		}
+		counts = append(counts, deploymentCount{a: stored, placed: true})
+	}
+	byNode := make([][]byte, len(sorted))
+	for i, a := range sorted {
+		byNode[i] = key(a.NodeID, a.ID)
+	}
+	sort.Slice(byNode, func(i, j int) bool { return bytes.Compare(byNode[i], byNode[j]) < 0 })
+	nodeIndex := w.tx.Bucket(bAllocsByNode)
+	for _, k := range byNode {
+		if err := nodeIndex.Put(k, nil); err != nil {
+			return err
+		}
+	}
+	return w.countDeploymentAllocs(counts)
+}
+
+// insertAlloc writes a new placement and its job and eval index entries
+// (insertAllocs adds the node index entries and the deployment counts).
+// Its ID is deterministic for the placement, so an existing ID means this
+// placement was already committed: a conflict, never a second alloc.
+func (w *wtx) insertAlloc(in *structs.Allocation, now int64) (*structs.Allocation, error) {
+	if w.tx.Bucket(bAllocs).Get([]byte(in.ID)) != nil {
+		return nil, storage.Conflictf("alloc %s (%s) already exists", in.ID, in.Name)
 	}
 	node, err := w.node(in.NodeID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if node == nil {
-		return storage.Conflictf("placement of %s on node %s: node does not exist", in.Name, in.NodeID)
+		return nil, storage.Conflictf("placement of %s on node %s: node does not exist", in.Name, in.NodeID)
 	}
 	if !node.Ready() {
-		return storage.Conflictf("placement of %s on node %s: node is not ready for placements (status %s, eligibility %s, drain %t)",
+		return nil, storage.Conflictf("placement of %s on node %s: node is not ready for placements (status %s, eligibility %s, drain %t)",
 			in.Name, in.NodeID, node.Status, node.SchedulingEligibility, node.Drain)
 	}
 	a := in.Copy()
@@ -191,18 +220,18 @@ func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
 	}
 	a.ModifyTime = now
 	if err := w.saveAlloc(holding{}, a); err != nil {
-		return err
+		return nil, err
 	}
-	if err := indexAlloc(w.tx, a); err != nil {
-		return err
+	if err := w.tx.Bucket(bAllocsByJob).Put(key(a.Namespace, a.JobID, a.ID), nil); err != nil {
+		return nil, err
 	}
-	if err := w.countDeploymentAlloc(a, true, nil); err != nil {
-		return err
+	if err := w.tx.Bucket(bAllocsByEval).Put(key(a.EvalID, a.ID), nil); err != nil {
+		return nil, err
 	}
 	if a.PreviousAllocation != "" {
 		prev, err := getAlloc(w.tx, a.PreviousAllocation)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if prev != nil {
 			was := holdingOf(prev)
@@ -210,13 +239,13 @@ func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
 			prev.ModifyIndex = w.index
 			prev.ModifyTime = now
 			if err := w.saveAlloc(was, prev); err != nil {
-				return err
+				return nil, err
 			}
 		}
 	}
 	w.touch(storage.TableAllocs)
 	w.touchJob(a.Namespace, a.JobID)
-	return nil
+	return a, nil
 }
 
 // checkCapacity enforces invariant 2 at commit time: on every node that
