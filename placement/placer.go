@@ -158,6 +158,18 @@ func (p *Placer) Release(a *structs.Allocation) {
 	ns.used = ns.used.Sub(a.AllocatedResources.Comparable())
 }
 
+// Reserve takes back the room Release returned for a (a stop that was
+// dropped from the plan after all).
+func (p *Placer) Reserve(a *structs.Allocation) {
+	ns, ok := p.byID[a.NodeID]
+	if !ok || a.TerminalStatus() {
+		return
+	}
+	ns.used = ns.used.Add(a.AllocatedResources.Comparable())
+	ns.groupAllocs[a.TaskGroup]++
+	ns.jobAllocs++
+}
+
 // Place chooses the best feasible node for one alloc of tg and reserves
 // the resources there. preferNode, when set and feasible with room, wins
 // (sticky ephemeral disk keeps a replacement on its node; Nomad tries its

@@ -67,8 +67,15 @@ func BuildPlan(req *PlanRequest) *PlanResult {
 		}
 	}
 
+	// A stop tied to a placement (a rescheduled alloc) is decided with
+	// that placement: until then its alloc still counts as live.
 	stopped := map[string]bool{}
+	roomFor := map[*reconcile.Placement]*reconcile.Stop{}
 	for _, st := range res.Stop {
+		if st.ForPlacement != nil {
+			roomFor[st.ForPlacement] = st
+			continue
+		}
 		stopped[st.Alloc.ID] = true
 	}
 	for _, du := range res.DestructiveUpdate {
@@ -89,7 +96,7 @@ func BuildPlan(req *PlanRequest) *PlanResult {
 	deployment := activeDeployment(req)
 	addUpdates(plan, res, req.Job, deployment)
 
-	b := &placementBuilder{req: req, plan: plan, out: out, placer: placer, deployment: deployment}
+	b := &placementBuilder{req: req, plan: plan, out: out, placer: placer, deployment: deployment, roomFor: roomFor}
 	for _, du := range res.DestructiveUpdate {
 		b.place(&reconcile.Placement{Name: du.PlaceName, TaskGroup: du.PlaceTaskGroup, PreviousAlloc: du.StopAlloc})
 	}
@@ -111,13 +118,14 @@ func BuildPlan(req *PlanRequest) *PlanResult {
 }
 
 // addStops turns the reconciler's stops and the stop half of destructive
-// updates into plan stops, and frees their room in the placer.
+// updates into plan stops, and frees their room in the placer. Stops tied
+// to a placement wait for it (see placementBuilder.place).
 func addStops(plan *structs.Plan, placer *Placer, res *reconcile.Result) {
 	for _, st := range res.Stop {
-		plan.Stops = append(plan.Stops, &structs.AllocStop{
-			AllocID: st.Alloc.ID, NodeID: st.Alloc.NodeID, DesiredStatus: structs.AllocDesiredStatusStop,
-			DesiredDescription: st.StatusDescription, ClientStatus: st.ClientStatus, FollowupEvalID: st.FollowupEvalID,
-		})
+		if st.ForPlacement != nil {
+			continue
+		}
+		addStop(plan, st)
 		if placer != nil {
 			placer.Release(st.Alloc)
 		}
@@ -135,6 +143,14 @@ func addStops(plan *structs.Plan, placer *Placer, res *reconcile.Result) {
 			placer.Release(du.StopAlloc)
 		}
 	}
+}
+
+// addStop adds one of the reconciler's stops to the plan.
+func addStop(plan *structs.Plan, st *reconcile.Stop) {
+	plan.Stops = append(plan.Stops, &structs.AllocStop{
+		AllocID: st.Alloc.ID, NodeID: st.Alloc.NodeID, DesiredStatus: structs.AllocDesiredStatusStop,
+		DesiredDescription: st.StatusDescription, ClientStatus: st.ClientStatus, FollowupEvalID: st.FollowupEvalID,
+	})
 }
 
 // activeDeployment returns (a copy of) the deployment new and updated
@@ -206,10 +222,15 @@ type placementBuilder struct {
 	placer            *Placer
 	deployment        *structs.Deployment
 	deploymentChanged bool
+	// roomFor holds the stops that exist only for a placement (Stop.
+	// ForPlacement), by placement.
+	roomFor map[*reconcile.Placement]*reconcile.Stop
 }
 
 // place chooses a node for one new alloc and adds it to the plan, or
-// records why it could not be placed.
+// records why it could not be placed. A stop tied to the placement frees
+// its alloc's room for it and joins the plan only when the placement is
+// made; otherwise the alloc keeps its room and stays as it is.
 func (b *placementBuilder) place(p *reconcile.Placement) {
 	tg, name, canary, prev, reschedule := p.TaskGroup, p.Name, p.Canary, p.PreviousAlloc, p.Reschedule
 	job := b.req.Job
@@ -239,9 +260,20 @@ func (b *placementBuilder) place(p *reconcile.Placement) {
 			}
 		}
 	}
+	tied := b.roomFor[p]
+	if tied != nil {
+		b.placer.Release(tied.Alloc)
+	}
 	start := time.Now()
 	node, metric := b.placer.Place(tg, preferNode, penalize)
 	metric.AllocationTime = time.Since(start)
+	if tied != nil {
+		if node == nil {
+			b.placer.Reserve(tied.Alloc)
+		} else {
+			addStop(b.plan, tied)
+		}
+	}
 	if node == nil {
 		b.out.QueuedAllocations[tg.Name]++
 		b.out.FailedTGAllocs[tg.Name] = metric
