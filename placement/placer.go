@@ -83,8 +83,9 @@ type nodeState struct {
 }
 
 // NewPlacer prepares placement of job's groups over nodes. live are the
-// job's allocations that keep running (not stopped by this plan); they
-// count for anti-affinity and distinct_hosts / distinct_property.
+// job's non-terminal allocations, those the plan stops included (Release
+// them); they count for anti-affinity and distinct_hosts /
+// distinct_property.
 func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocation, opts Options) *Placer {
 	p := &Placer{
 		job: job, opts: opts, byID: make(map[string]*nodeState, len(nodes)), cc: newConstraintChecker(),
@@ -144,30 +145,29 @@ func (p *Placer) count(ns *nodeState, group string, delta int) {
 	}
 }
 
-// Release returns what a stopped alloc held on its node to the pool, so a
-// replacement in the same plan can use the room (Nomad's plan applier
-// removes a plan's stops before it fits its placements). The alloc must
-// not be among NewPlacer's live allocs: it never counted for
-// anti-affinity, distinct_hosts or distinct_property, so only its
-// resources come back.
+// Release returns what a stopped alloc (one of NewPlacer's live allocs)
+// held on its node to the pool, so a replacement in the same plan can use
+// the room (Nomad's plan applier removes a plan's stops before it fits its
+// placements); it no longer counts for anti-affinity, distinct_hosts or
+// distinct_property.
 func (p *Placer) Release(a *structs.Allocation) {
 	ns, ok := p.byID[a.NodeID]
 	if !ok || a.TerminalStatus() {
 		return
 	}
 	ns.used = ns.used.Sub(a.AllocatedResources.Comparable())
+	p.count(ns, a.TaskGroup, -1)
 }
 
 // Reserve takes back the room Release returned for a (a stop that was
-// dropped from the plan after all).
+// dropped from the plan after all), and counts it again.
 func (p *Placer) Reserve(a *structs.Allocation) {
 	ns, ok := p.byID[a.NodeID]
 	if !ok || a.TerminalStatus() {
 		return
 	}
 	ns.used = ns.used.Add(a.AllocatedResources.Comparable())
-	ns.groupAllocs[a.TaskGroup]++
-	ns.jobAllocs++
+	p.count(ns, a.TaskGroup, 1)
 }
 
 // Place chooses the best feasible node for one alloc of tg and reserves

@@ -71,7 +71,7 @@ func TestReleaseFreesRoom(t *testing.T) {
 	j := job(1, 800, 100)
 	old := &structs.Allocation{ID: "old", NodeID: "n1", TaskGroup: "g", DesiredStatus: "run", ClientStatus: "running",
 		AllocatedResources: structs.AllocatedResourcesFor(j.TaskGroups[0])}
-	p := NewPlacer(j, []NodeCandidate{{Node: node("n1", 1000, 4096, nil), Used: structs.ComparableResources{CPU: 800, MemoryMB: 100}}}, nil, Options{})
+	p := NewPlacer(j, []NodeCandidate{{Node: node("n1", 1000, 4096, nil), Used: structs.ComparableResources{CPU: 800, MemoryMB: 100}}}, []*structs.Allocation{old}, Options{})
 	if n, _ := p.Place(j.TaskGroups[0], "", nil); n != nil {
 		t.Fatal("placed on a full node")
 	}

@@ -5,7 +5,9 @@ import (
 	"math/rand/v2"
 	"slices"
 	"testing"
+	"time"
 
+	"github.com/drover-sched/drover/reconcile"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -221,20 +223,32 @@ func TestDistinctConstraintsExactUnderSampling(t *testing.T) {
 	})
 }
 
-// Releasing a stopped alloc frees its room but does not forget the live
-// allocs beside it: a live alloc of the group still keeps distinct_hosts
-// off its node.
-func TestReleaseKeepsLiveAllocsCounted(t *testing.T) {
+// A plan that stops one of two allocs of a distinct_hosts group sharing a
+// node (the constraint came after them) frees the stopped one's room, but
+// the one that keeps running still keeps the group off the node. (drover
+// before sampling left stops out of the placer's live allocs and then
+// un-counted them anyway, un-counting the live alloc instead.)
+func TestPlanStopKeepsLiveNeighbourCounted(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
 	j := job(2, 100, 100)
 	j.TaskGroups[0].Constraints = []*structs.Constraint{{Operand: "distinct_hosts", RTarget: "true"}}
 	res := structs.AllocatedResourcesFor(j.TaskGroups[0])
-	live := &structs.Allocation{ID: "live", NodeID: "n1", TaskGroup: "g", DesiredStatus: "run", ClientStatus: "running", AllocatedResources: res}
-	stopped := &structs.Allocation{ID: "stopped", NodeID: "n1", TaskGroup: "g", DesiredStatus: "run", ClientStatus: "running", AllocatedResources: res}
-	p := NewPlacer(j, []NodeCandidate{{Node: node("n1", 4000, 4000, nil), Used: structs.ComparableResources{CPU: 200, MemoryMB: 200}}},
-		[]*structs.Allocation{live}, Options{EvalID: "e"})
-	p.Release(stopped)
-	if n, m := p.Place(j.TaskGroups[0], "", nil); n != nil || m.ConstraintFiltered["distinct_hosts"] != 1 {
-		t.Fatalf("placed on %v beside a live alloc of the group (metrics %+v)", n, m)
+	alloc := func(id string) *structs.Allocation {
+		return &structs.Allocation{ID: id, Namespace: "default", JobID: "web", Job: j, TaskGroup: "g", NodeID: "n1",
+			DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusRunning, AllocatedResources: res}
+	}
+	keep, stop := alloc("keep"), alloc("stop")
+	result := &reconcile.Result{
+		Stop:  []*reconcile.Stop{{Alloc: stop, StatusDescription: reconcile.StatusAllocNotNeeded}},
+		Place: []*reconcile.Placement{{Name: "web.g[1]", TaskGroup: j.TaskGroups[0]}},
+	}
+	out := BuildPlan(&PlanRequest{
+		Eval: &structs.Evaluation{ID: "e", Namespace: "default", JobID: "web"}, Job: j,
+		Allocs: []*structs.Allocation{keep, stop}, Result: result, Now: now,
+		Nodes: []NodeCandidate{{Node: node("n1", 4000, 4000, nil), Used: structs.ComparableResources{CPU: 200, MemoryMB: 200}}},
+	})
+	if len(out.Plan.Placements) != 0 || out.FailedTGAllocs["g"].ConstraintFiltered["distinct_hosts"] != 1 {
+		t.Fatalf("placed %d beside the live alloc of the group (failed %+v)", len(out.Plan.Placements), out.FailedTGAllocs["g"])
 	}
 }
 
@@ -260,5 +274,42 @@ func TestRecentNodesAreScoredAgain(t *testing.T) {
 		if second.ID != first.ID {
 			t.Fatalf("eval e%d: group h went to empty node %s, not beside group g's alloc on %s", k, second.ID, first.ID)
 		}
+	}
+}
+
+// A group that failed to place is not given up for the rest of the plan
+// while room can still come back: a rescheduled alloc's tied stop frees
+// its room for its own replacement (a running alloc forced to reschedule),
+// and what the old alloc held beyond the replacement then takes a later
+// placement of the group.
+func TestFailedGroupRetriedWhenATiedStopFreesRoom(t *testing.T) {
+	now := time.Date(2025, 6, 1, 12, 0, 0, 0, time.UTC)
+	j := job(3, 400, 100)
+	old := &structs.Allocation{ID: "X", Namespace: "default", Name: "web.g[0]", JobID: "web", Job: j, TaskGroup: "g", NodeID: "n1",
+		DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusRunning,
+		AllocatedResources: &structs.AllocatedResources{Tasks: map[string]*structs.AllocatedTaskResources{
+			"t": {Cpu: structs.AllocatedCpuResources{CpuShares: 800}, Memory: structs.AllocatedMemoryResources{MemoryMB: 100}}}}}
+	first := &reconcile.Placement{Name: "web.g[1]", TaskGroup: j.TaskGroups[0]}
+	replacement := &reconcile.Placement{Name: "web.g[0]", TaskGroup: j.TaskGroups[0], PreviousAlloc: old, Reschedule: true}
+	last := &reconcile.Placement{Name: "web.g[2]", TaskGroup: j.TaskGroups[0]}
+	result := &reconcile.Result{
+		Stop:  []*reconcile.Stop{{Alloc: old, StatusDescription: reconcile.StatusAllocRescheduled, ForPlacement: replacement}},
+		Place: []*reconcile.Placement{first, replacement, last},
+	}
+	out := BuildPlan(&PlanRequest{
+		Eval: &structs.Evaluation{ID: "e", Namespace: "default", JobID: "web"}, Job: j,
+		Allocs: []*structs.Allocation{old}, Result: result, Now: now,
+		Nodes: []NodeCandidate{{Node: node("n1", 1000, 4096, nil), Used: structs.ComparableResources{CPU: 1000, MemoryMB: 300}}},
+	})
+	var names []string
+	for _, a := range out.Plan.Placements {
+		names = append(names, a.Name)
+	}
+	if !slices.Equal(names, []string{"web.g[0]", "web.g[2]"}) || len(out.Plan.Stops) != 1 || out.QueuedAllocations["g"] != 1 {
+		t.Fatalf("placed %v, stops %d, queued %v: want the replacement and the last placement, the first one queued",
+			names, len(out.Plan.Stops), out.QueuedAllocations)
+	}
+	if m := out.FailedTGAllocs["g"]; m == nil || m.CoalescedFailures != 0 {
+		t.Fatalf("failed metrics %+v", m)
 	}
 }
