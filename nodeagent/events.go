@@ -34,18 +34,23 @@ func terminatedEvent(ex *drivers.ExitResult) *structs.TaskEvent {
 	ev.Signal = ex.Signal
 	ev.Details["exit_code"] = fmt.Sprint(ex.ExitCode)
 	ev.Details["signal"] = fmt.Sprint(ex.Signal)
+	msg := ex.Err
 	if ex.OOMKilled {
-		// Nomad's detail; its CLI shows the exit message, "OOM Killed".
+		// Nomad's detail; the exit message says it too, as Nomad's
+		// docker driver does.
 		ev.Details["oom_killed"] = "true"
+		if msg == "" {
+			msg = "OOM Killed"
+		}
 	}
 	ev.DisplayMessage = fmt.Sprintf("Exit Code: %d", ex.ExitCode)
 	if ex.Signal != 0 {
 		ev.DisplayMessage += fmt.Sprintf(", Signal: %d", ex.Signal)
 	}
-	if ex.Err != "" {
-		ev.Message = ex.Err
-		ev.Details["exit_message"] = ex.Err
-		ev.DisplayMessage += ", Exit Message: " + fmt.Sprintf("%q", ex.Err)
+	if msg != "" {
+		ev.Message = msg
+		ev.Details["exit_message"] = msg
+		ev.DisplayMessage += ", Exit Message: " + fmt.Sprintf("%q", msg)
 	}
 	if !ex.ExitedAt.IsZero() {
 		ev.Time = ex.ExitedAt.UnixNano()

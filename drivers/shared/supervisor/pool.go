@@ -186,9 +186,5 @@ func ExitResult(ex *ExitRecord) *drivers.ExitResult {
 	if ex == nil {
 		return nil
 	}
-	r := &drivers.ExitResult{ExitCode: ex.ExitCode, Signal: ex.Signal, Err: ex.Err, ExitedAt: ex.ExitedAt, OOMKilled: ex.OOMKilled}
-	if r.OOMKilled && r.Err == "" {
-		r.Err = "OOM Killed"
-	}
-	return r
+	return &drivers.ExitResult{ExitCode: ex.ExitCode, Signal: ex.Signal, Err: ex.Err, ExitedAt: ex.ExitedAt, OOMKilled: ex.OOMKilled}
 }
