@@ -3,6 +3,8 @@
 //
 //	drover-bench c1m   [-nodes 1000 -jobs 100 -count 1000]   # Nomad's C1M: -nodes 5000 -jobs 1000 -count 1000
 //	drover-bench burst [-jobs 4000 -nodes 3]
+//
+// -cpuprofile FILE writes a CPU profile (go tool pprof -top FILE).
 package main
 
 import (
@@ -10,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"runtime/pprof"
 
 	"github.com/drover-sched/drover/internal/scalebench"
 )
@@ -26,8 +29,22 @@ func main() {
 	every := fs.Int("every", 50, "jobs per progress line (c1m)")
 	workers := fs.Int("workers", 0, "evaluation workers (default one per core)")
 	dir := fs.String("data-dir", "", "state directory (default a new temporary one, removed at exit)")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to this file")
 	_ = fs.Parse(os.Args[2:])
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "drover-bench:", err)
+			os.Exit(1)
+		}
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintln(os.Stderr, "drover-bench:", err)
+			os.Exit(1)
+		}
+		defer pprof.StopCPUProfile()
+	}
 	if err := run(os.Args[1], *nodes, *jobs, *count, *every, *workers, *dir); err != nil {
+		pprof.StopCPUProfile()
 		fmt.Fprintln(os.Stderr, "drover-bench:", err)
 		os.Exit(1)
 	}

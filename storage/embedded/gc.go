@@ -350,6 +350,9 @@ func (gc *collector) deleteDeployment(id string) error {
 	if err := tx.Bucket(bDeploysByJob).Delete(key(d.Namespace, d.JobID, d.ID)); err != nil {
 		return err
 	}
+	if err := tx.Bucket(bDeploysActive).Delete([]byte(d.ID)); err != nil {
+		return err
+	}
 	gc.w.touch(storage.TableDeployments)
 	gc.res.Deployments++
 	return nil

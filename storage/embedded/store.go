@@ -44,10 +44,11 @@ var (
 	bNodeUsage      = []byte("node_usage")      // node id → usage record (usage.go)
 	bEvalsByStatus  = []byte("evals_by_status") // status\0id
 	bAllocsTerminal = []byte("allocs_terminal") // id of each alloc that holds no resources
+	bDeploysActive  = []byte("deployments_active") // id of each deployment not yet terminal
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
 		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage,
-		bEvalsByStatus, bAllocsTerminal}
+		bEvalsByStatus, bAllocsTerminal, bDeploysActive}
 
 	keyIndex = []byte("index")
 	// keyUsageBuilt is set once the node usage records exist (a file
@@ -57,6 +58,8 @@ var (
 	keyEvalStatusBuilt = []byte("evals_by_status_built")
 	// keyTerminalBuilt is set once allocs_terminal is complete.
 	keyTerminalBuilt = []byte("allocs_terminal_built")
+	// keyActiveBuilt is set once deployments_active is complete.
+	keyActiveBuilt = []byte("deployments_active_built")
 )
 
 // maxTrackedVersions is how many versions of a job are kept (Nomad keeps 6);
@@ -118,7 +121,12 @@ func Open(path string) (*Store, error) {
 			}
 		}
 		if meta.Get(keyTerminalBuilt) == nil {
-			return buildTerminalIndex(tx)
+			if err := buildTerminalIndex(tx); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyActiveBuilt) == nil {
+			return buildActiveDeploymentIndex(tx)
 		}
 		return nil
 	})

@@ -50,6 +50,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"UsageMaintained", testUsageMaintained},
 		{"CandidateNodes", testCandidateNodes},
 		{"EvalStatusFilter", testEvalStatusFilter},
+		{"ActiveDeployments", testActiveDeployments},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
