@@ -40,10 +40,10 @@ var (
 	bDeployments    = []byte("deployments")
 	bDeploysByJob   = []byte("deployments_by_job")
 	bNodes          = []byte("nodes")
-	bNodeAssignment = []byte("node_assignment") // node id → uint64 index
-	bNodeUsage      = []byte("node_usage")      // node id → usage record (usage.go)
-	bEvalsByStatus  = []byte("evals_by_status") // status\0id
-	bAllocsTerminal = []byte("allocs_terminal") // id of each alloc that holds no resources
+	bNodeAssignment = []byte("node_assignment")    // node id → uint64 index
+	bNodeUsage      = []byte("node_usage")         // node id → usage record (usage.go)
+	bEvalsByStatus  = []byte("evals_by_status")    // status\0id
+	bAllocsTerminal = []byte("allocs_terminal")    // id of each alloc that holds no resources
 	bDeploysActive  = []byte("deployments_active") // id of each deployment not yet terminal
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
