@@ -66,3 +66,13 @@ func (s *Store) LastHeartbeat(ctx context.Context, nodeID string) (at time.Time,
 	}
 	return time.UnixMilli(getN(it, "hbAt")), time.Duration(getN(it, "hbTTL")) * time.Millisecond, true, nil
 }
+
+// Heartbeat writes the node's heartbeat item (what a node agent does on
+// AWS with its own credentials) and returns nothing else; see
+// nodeagent's AWS control plane.
+func (s *Store) Heartbeat(ctx context.Context, nodeID string, ttl time.Duration) error {
+	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key(nodePK(nodeID), skHB),
+		UpdateExpression:          aws.String("SET hbAt = :at, hbTTL = :ttl"),
+		ExpressionAttributeValues: item{":at": avN(time.Now().UnixMilli()), ":ttl": avN(ttl.Milliseconds())}})
+	return wrapErr(err, "heartbeat of node "+nodeID)
+}

@@ -7,9 +7,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/aws/aws-sdk-go-v2/aws"
-	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
-
 	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/structs"
 )
@@ -391,29 +388,79 @@ func (s *Store) countHealth(ctx context.Context, un *unit, a *structs.Allocation
 	return nil
 }
 
-// readDeployment is a deployment as read, with the modify index that
-// guards writing it back.
-type readDeployment struct {
-	d      *structs.Deployment
-	prevMI uint64
-}
-
-// stripCounters returns a copy of d without the counters (they live in
-// their own attributes).
-func stripCounters(d *structs.Deployment) *structs.Deployment {
-	c := d.Copy()
-	for _, g := range c.TaskGroups {
-		g.PlacedAllocs, g.HealthyAllocs, g.UnhealthyAllocs = 0, 0, 0
+// UpdateAllocDesiredTransitions implements storage.Store.
+func (s *Store) UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error) {
+	idx, err := withConflictRetry(ctx, s, func() (uint64, error) {
+		idx, err := s.nextIndex(ctx)
+		if err != nil {
+			return 0, err
+		}
+		ids := make([]string, 0, len(transitions))
+		for id := range transitions {
+			ids = append(ids, id)
+		}
+		sort.Strings(ids)
+		var units []*unit
+		vc := s.newVersionCache()
+		now := time.Now().UnixNano()
+		for _, id := range ids {
+			tr := transitions[id]
+			if tr == nil {
+				continue
+			}
+			rec, err := s.allocRecordByID(ctx, id)
+			if err != nil {
+				return 0, err
+			}
+			if rec == nil {
+				continue
+			}
+			a := rec.alloc
+			a.DesiredTransition = *tr
+			a.ModifyIndex, a.ModifyTime = idx, now
+			if err := vc.load(ctx, []*structs.Allocation{a}); err != nil {
+				return 0, err
+			}
+			master, assign := allocItems(a, vc.get(a.Namespace, a.JobID, a.JobVersion))
+			u := newUnit()
+			u.acts = append(u.acts, s.put(master, "mi = :pmi", item{":pmi": avU(rec.mi)}, fmt.Sprintf("alloc %s changed since it was read", id)),
+				s.put(assign, "", nil, "assignment "+id))
+			units = append(units, u)
+		}
+		last := newUnit()
+		if err := s.addEvals(ctx, last, idx, evals); err != nil {
+			return 0, err
+		}
+		units = append(units, last)
+		for _, c := range pack(units, s.cfg.ChunkActions) {
+			if err := s.transact(ctx, s.render(c)); err != nil {
+				return 0, raceOnConflict(err)
+			}
+		}
+		return idx, s.bumpTables(ctx, idx, storage.TableAllocs, storage.TableEvals, storage.TableJobs)
+	})
+	if err != nil {
+		return 0, fmt.Errorf("update desired transitions: %w", err)
 	}
-	return c
+	return idx, nil
 }
 
-// Heartbeat writes the node's heartbeat item (what a node agent does on
-// AWS with its own credentials) and returns nothing else; see
-// nodeagent's AWS control plane.
-func (s *Store) Heartbeat(ctx context.Context, nodeID string, ttl time.Duration) error {
-	_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &s.table, Key: key(nodePK(nodeID), skHB),
-		UpdateExpression:          aws.String("SET hbAt = :at, hbTTL = :ttl"),
-		ExpressionAttributeValues: item{":at": avN(time.Now().UnixMilli()), ":ttl": avN(ttl.Milliseconds())}})
-	return wrapErr(err, "heartbeat of node "+nodeID)
+// allocRecordByID finds a master alloc by ID (gsi1) and reads it strongly
+// consistent; nil when unknown.
+func (s *Store) allocRecordByID(ctx context.Context, id string) (*allocRecord, error) {
+	keys, err := s.queryIndex(ctx, GSI1, "g1pk", "g1sk", "ALLOC#"+idShard(id), id)
+	if err != nil {
+		return nil, err
+	}
+	for _, k := range keys {
+		if getS(k, "g1sk") != id {
+			continue
+		}
+		it, err := s.get(ctx, getS(k, "PK"), getS(k, "SK"), true)
+		if err != nil || it == nil {
+			return nil, err
+		}
+		return decodeAlloc(it)
+	}
+	return nil, nil
 }

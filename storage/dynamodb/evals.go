@@ -190,3 +190,35 @@ func sortEvals(es []*structs.Evaluation) {
 		return es[i].ID < es[j].ID
 	})
 }
+
+// addEvals adds the writes of evals (stamped at idx) and their jobs' open
+// counts to u; the stored evals are read first.
+func (s *Store) addEvals(ctx context.Context, u *unit, idx uint64, evals []*structs.Evaluation) error {
+	if len(evals) == 0 {
+		return nil
+	}
+	keys := make([]item, len(evals))
+	for i, e := range evals {
+		keys[i] = key(jobPK(e.Namespace, e.JobID), evalSK(e.ID))
+	}
+	cur, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return err
+	}
+	now := time.Now().UnixNano()
+	for i, in := range evals {
+		var prev *structs.Evaluation
+		if it := cur[keyString(keys[i])]; it != nil {
+			if prev, err = decodeEval(it); err != nil {
+				return err
+			}
+		}
+		e := in.Copy()
+		stampEval(e, prev, idx, now)
+		u.acts = append(u.acts, s.evalActions(e, prev)...)
+		h := u.head(e.Namespace, e.JobID)
+		h.open += openDelta(prev, e)
+		h.seen = true
+	}
+	return nil
+}

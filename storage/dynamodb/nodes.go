@@ -216,3 +216,77 @@ func (s *Store) NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64,
 	}
 	return getU(it, "idx"), nil
 }
+
+// changeNode is a read-modify-write of a node with evals.
+func (s *Store) changeNode(ctx context.Context, nodeID string, fn func(n *structs.Node) bool, evals []*structs.Evaluation) (*structs.Node, error) {
+	return withConflictRetry(ctx, s, func() (*structs.Node, error) {
+		rec, err := s.readNode(ctx, nodeID)
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			return nil, storage.NotFoundf("node %q", nodeID)
+		}
+		n := rec.node.Copy()
+		if !fn(n) && len(evals) == 0 {
+			return n, nil
+		}
+		idx, err := s.nextIndex(ctx)
+		if err != nil {
+			return nil, err
+		}
+		n.ModifyIndex = idx
+		if err := s.writeNode(ctx, n, rec, evals...); err != nil {
+			return nil, err
+		}
+		return n, s.bumpTables(ctx, idx, storage.TableNodes, storage.TableEvals)
+	})
+}
+
+// UpdateNodeDrain implements storage.Store.
+func (s *Store) UpdateNodeDrain(ctx context.Context, nodeID string, strategy *structs.DrainStrategy, markEligible bool, evals ...*structs.Evaluation) (*structs.Node, error) {
+	return s.changeNode(ctx, nodeID, func(n *structs.Node) bool {
+		if strategy != nil {
+			d := *strategy
+			n.Drain, n.DrainStrategy, n.SchedulingEligibility = true, &d, structs.NodeSchedulingIneligible
+		} else {
+			n.Drain, n.DrainStrategy = false, nil
+			if markEligible {
+				n.SchedulingEligibility = structs.NodeSchedulingEligible
+			}
+		}
+		return true
+	}, evals)
+}
+
+// UpdateNodeEligibility implements storage.Store.
+func (s *Store) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.Node, error) {
+	return s.changeNode(ctx, nodeID, func(n *structs.Node) bool {
+		if n.SchedulingEligibility == eligibility {
+			return false
+		}
+		n.SchedulingEligibility = eligibility
+		return true
+	}, nil)
+}
+
+// CandidateNodes implements storage.Store: today it reads every node item
+// (usage from the counters plan and report transactions keep on it) and
+// keeps those q selects.
+func (s *Store) CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*storage.NodeUsage, error) {
+	recs, err := s.nodeRecords(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("read candidate nodes: %w", err)
+	}
+	include := make(map[string]bool, len(q.Include))
+	for _, id := range q.Include {
+		include[id] = true
+	}
+	out := make([]*storage.NodeUsage, 0, len(recs))
+	for _, r := range recs {
+		if include[r.node.ID] || q.Candidate(r.node) {
+			out = append(out, &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs)})
+		}
+	}
+	return out, nil
+}

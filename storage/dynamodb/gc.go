@@ -1,0 +1,286 @@
+package dynamodb
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+// deleteKeys deletes items in batches of 25 (BatchWriteItem; garbage
+// collection is idempotent, so it need not be atomic).
+func (s *Store) deleteKeys(ctx context.Context, keys []item) error {
+	for len(keys) > 0 {
+		n := min(len(keys), 25)
+		reqs := make([]types.WriteRequest, n)
+		for i, k := range keys[:n] {
+			reqs[i] = types.WriteRequest{DeleteRequest: &types.DeleteRequest{Key: key(getS(k, "PK"), getS(k, "SK"))}}
+		}
+		keys = keys[n:]
+		pending := map[string][]types.WriteRequest{s.table: reqs}
+		for attempt := 0; len(pending) > 0; attempt++ {
+			out, err := s.db.BatchWriteItem(ctx, &dynamodb.BatchWriteItemInput{RequestItems: pending})
+			if err != nil {
+				return wrapErr(err, "delete items")
+			}
+			pending = out.UnprocessedItems
+			if len(pending) > 0 {
+				if err := s.backoff(ctx, failThrottle, min(attempt, 5)); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// GarbageCollect implements storage.Store with the embedded store's rules.
+// It reads the listings of the GSIs and deletes in batches: it is meant to
+// run from a scheduled function, rarely, and converges if interrupted.
+func (s *Store) GarbageCollect(ctx context.Context, olderThan time.Time) (*storage.GCResult, error) {
+	gc := &ddbCollector{s: s, cutoff: olderThan.UnixNano(), res: &storage.GCResult{}, nodes: map[string]bool{}, nodeDown: map[string]bool{}}
+	if err := gc.run(ctx); err != nil {
+		return nil, fmt.Errorf("garbage collect: %w", err)
+	}
+	return gc.res, nil
+}
+
+type ddbCollector struct {
+	s        *Store
+	cutoff   int64
+	res      *storage.GCResult
+	nodes    map[string]bool // nodes that lost allocs
+	nodeDown map[string]bool // down or missing nodes, by ID
+	nodeRecs []*nodeRecord
+	idx      uint64
+	tables   []string
+}
+
+func (gc *ddbCollector) run(ctx context.Context) error {
+	var err error
+	if gc.nodeRecs, err = gc.s.nodeRecords(ctx, ""); err != nil {
+		return err
+	}
+	known := map[string]bool{}
+	for _, r := range gc.nodeRecs {
+		known[r.node.ID] = true
+		if r.node.Status == structs.NodeStatusDown {
+			gc.nodeDown[r.node.ID] = true
+		}
+	}
+	finished := func(a *structs.Allocation) bool {
+		if a.ClientTerminalStatus() {
+			return true
+		}
+		return a.ServerTerminalStatus() && a.ClientStatus == structs.AllocClientStatusPending && (!known[a.NodeID] || gc.nodeDown[a.NodeID])
+	}
+	if gc.idx, err = gc.s.nextIndex(ctx); err != nil {
+		return err
+	}
+	// Jobs: stopped or batch, everything finished and old.
+	heads, err := gc.s.queryIndex(ctx, GSI1, "g1pk", "g1sk", "JOB", "")
+	if err != nil {
+		return err
+	}
+	stoppedJobs := map[string]bool{}
+	liveJobs := map[string]bool{}
+	for _, hk := range heads {
+		parts := strings.SplitN(strings.TrimPrefix(getS(hk, "PK"), "JOB#"), "#", 2)
+		if len(parts) != 2 {
+			continue
+		}
+		ns, id := parts[0], parts[1]
+		j, err := gc.s.Job(ctx, ns, id)
+		if err != nil {
+			continue
+		}
+		liveJobs[jobPK(ns, id)] = true
+		if j.Stop {
+			stoppedJobs[jobPK(ns, id)] = true
+		}
+		if (!j.Stop && j.Type != structs.JobTypeBatch) || j.SubmitTime >= gc.cutoff {
+			continue
+		}
+		items, err := gc.s.queryPrefix(ctx, jobPK(ns, id), "", true)
+		if err != nil {
+			return err
+		}
+		ok := true
+		var keys []item
+		for _, it := range items {
+			sk := getS(it, "SK")
+			switch {
+			case strings.HasPrefix(sk, "ALLOC#"):
+				r, err := decodeAlloc(it)
+				if err != nil {
+					return err
+				}
+				if !finished(r.alloc) || r.alloc.ModifyTime >= gc.cutoff {
+					ok = false
+				}
+				keys = append(keys, key(nodePK(r.alloc.NodeID), sk))
+				gc.nodes[r.alloc.NodeID] = true
+			case strings.HasPrefix(sk, "EVAL#"):
+				e, err := decodeEval(it)
+				if err != nil {
+					return err
+				}
+				if !e.TerminalStatus() || e.ModifyTime >= gc.cutoff {
+					ok = false
+				}
+				keys = append(keys, key(evalPtrPK(e.ID), skEvalPtr))
+			case strings.HasPrefix(sk, "DEPLOY#"):
+				keys = append(keys, key(deployPtrPK(strings.TrimPrefix(sk, "DEPLOY#")), skDeployPtr))
+			}
+			if !ok {
+				break
+			}
+			if sk != skMeta {
+				keys = append(keys, key(getS(it, "PK"), sk))
+			}
+		}
+		if !ok {
+			continue
+		}
+		keys = append(keys, key(jobPK(ns, id), skMeta)) // the head goes last
+		if err := gc.s.deleteKeys(ctx, keys); err != nil {
+			return err
+		}
+		delete(liveJobs, jobPK(ns, id))
+		for _, it := range items {
+			switch sk := getS(it, "SK"); {
+			case strings.HasPrefix(sk, "ALLOC#"):
+				gc.res.Allocs++
+			case strings.HasPrefix(sk, "EVAL#"):
+				gc.res.Evals++
+			case strings.HasPrefix(sk, "DEPLOY#") && has(it, "v"):
+				gc.res.Deployments++
+			}
+		}
+		gc.res.Jobs++
+		gc.tables = append(gc.tables, storage.TableJobs, storage.TableAllocs, storage.TableEvals, storage.TableDeployments)
+	}
+	// Allocs nothing will act on again.
+	var allocKeys []item
+	for _, shard := range allShards {
+		ks, err := gc.s.queryIndex(ctx, GSI1, "g1pk", "g1sk", "ALLOC#"+shard, "")
+		if err != nil {
+			return err
+		}
+		allocKeys = append(allocKeys, ks...)
+	}
+	allocs, err := gc.s.batchGet(ctx, allocKeys)
+	if err != nil {
+		return err
+	}
+	var doomed []item
+	placedBy := map[string]bool{}
+	for _, it := range allocs {
+		r, err := decodeAlloc(it)
+		if err != nil {
+			return err
+		}
+		a := r.alloc
+		pk := jobPK(a.Namespace, a.JobID)
+		done := a.ModifyTime < gc.cutoff && finished(a) &&
+			(a.ServerTerminalStatus() || a.NextAllocation != "" || !liveJobs[pk] || stoppedJobs[pk])
+		if !done {
+			placedBy[a.EvalID] = true
+			continue
+		}
+		doomed = append(doomed, key(pk, allocSK(a.ID)), key(nodePK(a.NodeID), allocSK(a.ID)))
+		gc.nodes[a.NodeID] = true
+		gc.res.Allocs++
+		gc.tables = append(gc.tables, storage.TableAllocs)
+	}
+	if err := gc.s.deleteKeys(ctx, doomed); err != nil {
+		return err
+	}
+	// Terminal evals no remaining alloc was placed by.
+	doomed = doomed[:0]
+	for _, shard := range allShards {
+		ks, err := gc.s.queryIndex(ctx, GSI1, "g1pk", "g1sk", "EVAL#"+shard, "")
+		if err != nil {
+			return err
+		}
+		es, err := gc.s.evalsByKeys(ctx, ks)
+		if err != nil {
+			return err
+		}
+		for _, e := range es {
+			if !e.TerminalStatus() || e.ModifyTime >= gc.cutoff || placedBy[e.ID] {
+				continue
+			}
+			doomed = append(doomed, key(jobPK(e.Namespace, e.JobID), evalSK(e.ID)), key(evalPtrPK(e.ID), skEvalPtr))
+			gc.res.Evals++
+			gc.tables = append(gc.tables, storage.TableEvals)
+		}
+	}
+	if err := gc.s.deleteKeys(ctx, doomed); err != nil {
+		return err
+	}
+	// Terminal deployments, except a live job's latest.
+	deps, err := gc.s.Deployments(ctx, "*", "")
+	if err != nil {
+		return err
+	}
+	latest := map[string]string{}
+	for _, d := range deps { // newest first
+		if _, ok := latest[jobPK(d.Namespace, d.JobID)]; !ok {
+			latest[jobPK(d.Namespace, d.JobID)] = d.ID
+		}
+	}
+	doomed = doomed[:0]
+	for _, d := range deps {
+		pk := jobPK(d.Namespace, d.JobID)
+		if d.Active() || d.ModifyTime >= gc.cutoff || (latest[pk] == d.ID && liveJobs[pk]) {
+			continue
+		}
+		doomed = append(doomed, key(pk, deploySK(d.ID)), key(deployPtrPK(d.ID), skDeployPtr))
+		gc.res.Deployments++
+		gc.tables = append(gc.tables, storage.TableDeployments)
+	}
+	if err := gc.s.deleteKeys(ctx, doomed); err != nil {
+		return err
+	}
+	// Down nodes without allocs.
+	for _, r := range gc.nodeRecs {
+		n := r.node
+		if n.Status != structs.NodeStatusDown || time.Unix(n.StatusUpdatedAt, 0).UnixNano() >= gc.cutoff {
+			continue
+		}
+		out, err := gc.s.db.Query(ctx, &dynamodb.QueryInput{TableName: &gc.s.table, ConsistentRead: aws.Bool(true), Limit: aws.Int32(1),
+			KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :p)"),
+			ExpressionAttributeValues: item{":pk": avS(nodePK(n.ID)), ":p": avS("ALLOC#")}})
+		if err != nil {
+			return wrapErr(err, "allocs of node "+n.ID)
+		}
+		if len(out.Items) > 0 {
+			continue
+		}
+		if err := gc.s.deleteKeys(ctx, []item{key(nodePK(n.ID), skMeta), key(nodePK(n.ID), skIdx), key(nodePK(n.ID), skHB)}); err != nil {
+			return err
+		}
+		delete(gc.nodes, n.ID)
+		gc.res.Nodes++
+		gc.tables = append(gc.tables, storage.TableNodes)
+	}
+	// Agents of nodes that lost allocs must notice: move their index.
+	for n := range gc.nodes {
+		if !known[n] {
+			continue
+		}
+		if _, err := gc.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &gc.s.table, Key: key(nodePK(n), skIdx),
+			UpdateExpression: aws.String("SET idx = :i"), ExpressionAttributeValues: item{":i": avU(gc.idx)}}); err != nil {
+			return wrapErr(err, "move assignment index of node "+n)
+		}
+	}
+	return gc.s.bumpTables(ctx, gc.idx, gc.tables...)
+}
