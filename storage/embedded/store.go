@@ -78,8 +78,9 @@ type Store struct {
 	// before the commit would.
 	crash func() error
 
-	nodeCache nodeCache
-	commits   committer
+	nodeCache   nodeCache
+	activeCache activeCache
+	commits     committer
 }
 
 var _ storage.Store = (*Store)(nil)
