@@ -2,9 +2,9 @@ package embedded
 
 import (
 	"context"
-	"sync"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
