@@ -179,6 +179,20 @@ type nodeCache struct {
 	index uint64
 	valid bool
 	nodes []*structs.Node // sorted by ID
+	byID  map[string]*structs.Node
+}
+
+// cachedNode returns node id from the cache when the cache holds the
+// nodes as tx sees them (ok false: read the node from tx).
+func (s *Store) cachedNode(tx *bolt.Tx, id string) (n *structs.Node, ok bool) {
+	idx := getUint(tx.Bucket(bMeta).Get([]byte("table/" + storage.TableNodes)))
+	c := &s.nodeCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.valid || c.index != idx {
+		return nil, false
+	}
+	return c.byID[id], true
 }
 
 // allNodes returns every node as of tx, sorted by ID, from the cache when
@@ -204,7 +218,11 @@ func (s *Store) allNodes(tx *bolt.Tx) ([]*structs.Node, error) {
 	}
 	c.mu.Lock()
 	if !c.valid || idx > c.index {
-		c.index, c.nodes, c.valid = idx, nodes, true
+		byID := make(map[string]*structs.Node, len(nodes))
+		for _, n := range nodes {
+			byID[n.ID] = n
+		}
+		c.index, c.nodes, c.byID, c.valid = idx, nodes, byID, true
 	}
 	c.mu.Unlock()
 	return nodes, nil

@@ -188,6 +188,7 @@ func (s *Store) notify(tables map[string]bool) {
 
 // wtx is one write transaction: the new index and what it touched.
 type wtx struct {
+	store  *Store
 	tx     *bolt.Tx
 	index  uint64
 	tables map[string]bool
@@ -196,10 +197,15 @@ type wtx struct {
 	nodes  map[string]*structs.Node
 }
 
-// node returns a node as stored, decoded once per transaction (plan
-// commits read the node of every placement), or nil.
+// node returns a node as stored (shared: never modify it), or nil: from
+// the store's node cache when it is current for this transaction, else
+// decoded once per transaction. Plan commits read the node of every
+// placement.
 func (w *wtx) node(id string) (*structs.Node, error) {
 	if n, ok := w.nodes[id]; ok {
+		return n, nil
+	}
+	if n, ok := w.store.cachedNode(w.tx, id); ok {
 		return n, nil
 	}
 	n, err := getJSON[structs.Node](w.tx.Bucket(bNodes), []byte(id))
@@ -235,7 +241,7 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) (uint64, error
 // statuses of the jobs it touched refreshed, the indexes stamped.
 func (s *Store) runWrite(tx *bolt.Tx, fn func(w *wtx) error) (*wtx, error) {
 	meta := tx.Bucket(bMeta)
-	w := &wtx{tx: tx, index: getUint(meta.Get(keyIndex)) + 1, tables: map[string]bool{},
+	w := &wtx{store: s, tx: tx, index: getUint(meta.Get(keyIndex)) + 1, tables: map[string]bool{},
 		jobs: map[string][2]string{}, usage: map[string]*usageRec{}}
 	if err := fn(w); err != nil {
 		return nil, err
