@@ -89,7 +89,18 @@ var _ storage.Watcher = (*Store)(nil)
 // Open opens (creating if needed) the state file at path. It fails if
 // another process holds the file (after a 5 s wait).
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: 5 * time.Second,
+		// Map 1 GiB of address space from the start (not memory): a write
+		// that grows the file then never waits for readers to let go of
+		// the old mapping, so evaluations read while plans commit.
+		InitialMmapSize: 1 << 30,
+		// The free-page list kept in a hash map and not written at each
+		// commit (it is rebuilt when the file is opened), as etcd does:
+		// large files commit without rewriting a large list each time.
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open state file %s: it is locked by another process (is a drover agent already running with this data dir?)", path)
 	}
