@@ -132,8 +132,12 @@ func (h *home) live(jobID string) []*structs.Allocation {
 // TestChunkedPlanCrashAfterChunk: a plan of 1,000 placements is committed
 // in chunks (≤ 100 actions each); a crash after chunk 3 leaves a partial
 // plan; the redelivered evaluation completes it with exactly 1,000 live
-// allocs, unique names, no node over-committed and no leaked capacity.
+// allocs, unique names, no node over-committed and no leaked capacity. On
+// moto the plan has 200 placements (still 5 chunks): its transactions copy
+// the table once per action, so 1,000 would take minutes.
 func TestChunkedPlanCrashAfterChunk(t *testing.T) {
+	t.Parallel()
+	count := awstest.OnMoto(1000, 200)
 	var chunks atomic.Int32
 	var crashed atomic.Bool
 	h := newHome(t, ddb.Config{AfterChunk: func(p *structs.Plan, k int) error {
@@ -146,13 +150,13 @@ func TestChunkedPlanCrashAfterChunk(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		h.node(fmt.Sprintf("node-%02d", i), 100*110, 1<<20) // room for 110 allocs of 100 MHz
 	}
-	evalID := h.register(testJob("big", 1000, 100))
+	evalID := h.register(testJob("big", count, 100))
 	err := h.eval.Process(ctx, evalID)
 	if err == nil || !crashed.Load() {
 		t.Fatalf("first run: want the injected crash, got %v", err)
 	}
 	partial := len(h.live("big"))
-	if partial == 0 || partial >= 1000 {
+	if partial == 0 || partial >= count {
 		t.Fatalf("after the crash %d allocs exist; want a partial plan", partial)
 	}
 	h.checkInvariants()
@@ -164,8 +168,8 @@ func TestChunkedPlanCrashAfterChunk(t *testing.T) {
 	if err := h.eval.Process(ctx, evalID); err != nil {
 		t.Fatalf("redelivered evaluation: %v", err)
 	}
-	if n := len(h.live("big")); n != 1000 {
-		t.Fatalf("after the re-run: %d live allocs, want 1000", n)
+	if n := len(h.live("big")); n != count {
+		t.Fatalf("after the re-run: %d live allocs, want %d", n, count)
 	}
 	h.checkInvariants()
 	if ev, _ := h.store.Eval(ctx, evalID); ev.Status != structs.EvalStatusComplete {
@@ -175,16 +179,18 @@ func TestChunkedPlanCrashAfterChunk(t *testing.T) {
 	if err := h.eval.Process(ctx, evalID); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(h.live("big")); n != 1000 {
+	if n := len(h.live("big")); n != count {
 		t.Fatalf("after a third delivery: %d live allocs", n)
 	}
-	t.Logf("1,000 placements: %d chunks committed in all, partial plan had %d allocs", chunks.Load(), partial)
+	t.Logf("%d placements: %d chunks committed in all, partial plan had %d allocs", count, chunks.Load(), partial)
 }
 
 // TestRaceForLastRoom: two evaluations of different jobs compute their
 // plans at the same time for the one node's last room; one commits, the
 // other's capacity condition fails, it re-evaluates and ends blocked.
 func TestRaceForLastRoom(t *testing.T) {
+	t.Parallel()
+	awstest.SkipOnMoto(t, motoNoIsolation)
 	h := newHome(t, ddb.Config{})
 	h.node("n1", 1000, 1<<20)
 	fill := h.register(testJob("fill", 9, 100))
@@ -274,6 +280,7 @@ func reason(code string) error {
 // as storage.ErrRetryable / dynamodb.ErrThrottled; a failed condition is
 // storage.ErrConflict and not retried.
 func TestFailureKinds(t *testing.T) {
+	t.Parallel()
 	inj := &injector{}
 	client := ddb.NewClient(awstest.Config(t), inj.apply)
 	table := awstest.Name("drover-kinds")
@@ -338,6 +345,7 @@ func TestFailureKinds(t *testing.T) {
 // TestTokensDifferPerContent: two commits of plans that differ only in
 // content never share a request token (a re-run computes new tokens).
 func TestTokensDifferPerContent(t *testing.T) {
+	t.Parallel()
 	inj := &injector{}
 	client := ddb.NewClient(awstest.Config(t), inj.apply)
 	table := awstest.Name("drover-tokens")

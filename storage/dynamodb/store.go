@@ -473,14 +473,26 @@ func (s *Store) get(ctx context.Context, pk, sk string, consistent bool) (item, 
 	return out.Item, nil
 }
 
-// queryPrefix reads every item of partition pk whose SK starts with prefix,
-// strongly consistent, in SK order.
+// queryPrefix reads every item of partition pk whose SK starts with prefix
+// (every item when prefix is empty), strongly consistent, in SK order.
 func (s *Store) queryPrefix(ctx context.Context, pk, prefix string, forward bool) ([]item, error) {
-	return s.query(ctx, &dynamodb.QueryInput{
-		TableName: &s.table, ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
-		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :p)"),
-		ExpressionAttributeValues: item{":pk": avS(pk), ":p": avS(prefix)},
-	})
+	return s.query(ctx, prefixQuery(s.table, pk, prefix, forward))
+}
+
+// prefixQuery is the Query of partition pk's items whose SK starts with
+// prefix. DynamoDB refuses an empty string as a key attribute value, also
+// in begins_with, so an empty prefix queries the whole partition.
+func prefixQuery(table, pk, prefix string, forward bool) *dynamodb.QueryInput {
+	in := &dynamodb.QueryInput{
+		TableName: &table, ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
+		KeyConditionExpression:    aws.String("PK = :pk"),
+		ExpressionAttributeValues: item{":pk": avS(pk)},
+	}
+	if prefix != "" {
+		in.KeyConditionExpression = aws.String("PK = :pk AND begins_with(SK, :p)")
+		in.ExpressionAttributeValues[":p"] = avS(prefix)
+	}
+	return in
 }
 
 func (s *Store) query(ctx context.Context, in *dynamodb.QueryInput) ([]item, error) {
