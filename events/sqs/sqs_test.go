@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +17,7 @@ import (
 	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/events/schedule"
@@ -375,5 +377,64 @@ func TestSweeperResendsUnsentEval(t *testing.T) {
 	}
 	if n, _ := scheduler.SweepPending(ctx, e.home.Store, e.home.Queue, 0, time.Now(), nil); n != 0 {
 		t.Fatalf("a second sweep re-sent %d evals", n)
+	}
+}
+
+// TestSweepResendsWithinDedupWindow: an eval whose message is in flight
+// (received, its evaluation stuck) is re-sent by the sweeper with a
+// deduplication ID of its own, so SQS FIFO does not drop it within its
+// five-minute window (moto deduplicates against messages in the queue as
+// SQS does: with the eval's own ID the re-send would be dropped; kumo does
+// not deduplicate, so there the sent IDs show it).
+func TestSweepResendsWithinDedupWindow(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var dedupIDs []string
+	e.home.Queue.Producer.Client = awssqs.NewFromConfig(awstest.Config(t), func(o *awssqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("dedup-ids", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if b, ok := in.Parameters.(*awssqs.SendMessageBatchInput); ok {
+					mu.Lock()
+					for _, en := range b.Entries {
+						dedupIDs = append(dedupIDs, aws.ToString(en.MessageDeduplicationId))
+					}
+					mu.Unlock()
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+		})
+	})
+	ev := pendingEval("web", 0)
+	if _, err := e.home.Store.UpsertEvals(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := e.home.Store.Eval(ctx, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.home.Queue.Enqueue(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	first := e.receive(10)
+	if len(first) != 1 {
+		t.Fatalf("first send: %d messages", len(first))
+	}
+	e.home.PendingAfter = 0
+	res, err := e.home.Sweep(ctx)
+	if err != nil || res.Resent != 1 {
+		t.Fatalf("sweep: %+v %v", res, err)
+	}
+	e.ack(first...)
+	recs := e.receive(10)
+	if len(recs) != 1 {
+		t.Fatalf("the sweeper's re-send while the first message was in flight: %d messages, want 1 (dropped as a duplicate?)", len(recs))
+	}
+	if m, err := evsqs.Decode(recs[0].Body); err != nil || m.EvalID != ev.ID {
+		t.Fatalf("re-sent message %+v %v", m, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dedupIDs) != 2 || dedupIDs[0] != evsqs.DedupID(stored) || dedupIDs[1] == dedupIDs[0] {
+		t.Fatalf("dedup IDs sent %q: the re-send must not reuse the eval's %q", dedupIDs, evsqs.DedupID(stored))
 	}
 }
