@@ -2,6 +2,8 @@ package dynamodb_test
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	"go.uber.org/zap/zaptest"
 
@@ -366,4 +369,101 @@ func TestTokensDifferPerContent(t *testing.T) {
 		}
 		seen[tok] = true
 	}
+}
+
+// txSizeLimit is SDK middleware standing in for DynamoDB's 4 MB limit on
+// a transaction's items, which the emulators do not enforce: it refuses a
+// TransactWriteItems whose items add up to more, counted as DynamoDB
+// counts item sizes, and records the largest it let through.
+type txSizeLimit struct {
+	mu      sync.Mutex
+	largest int
+}
+
+func (l *txSizeLimit) apply(o *awsddb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("tx-size", func(ctx context.Context, p middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if tw, ok := p.Parameters.(*awsddb.TransactWriteItemsInput); ok {
+				n := 0
+				for _, it := range tw.TransactItems {
+					switch {
+					case it.Put != nil:
+						n += attrsSize(it.Put.Item)
+					case it.Update != nil:
+						n += attrsSize(it.Update.Key) + attrsSize(it.Update.ExpressionAttributeValues)
+					case it.ConditionCheck != nil:
+						n += attrsSize(it.ConditionCheck.Key)
+					case it.Delete != nil:
+						n += attrsSize(it.Delete.Key)
+					}
+				}
+				if n > ddb.MaxTransactBytes {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "ValidationException",
+						Message: fmt.Sprintf("Transaction request size %d exceeds the 4 MB limit", n)}
+				}
+				l.mu.Lock()
+				l.largest = max(l.largest, n)
+				l.mu.Unlock()
+			}
+			return next.HandleInitialize(ctx, p)
+		}), middleware.After)
+	})
+}
+
+// attrsSize is the size of attributes by DynamoDB's rules (names plus
+// values; strings and binaries their length).
+func attrsSize(m map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range m {
+		n += len(k)
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			n += len(v.Value)
+		case *types.AttributeValueMemberB:
+			n += len(v.Value)
+		case *types.AttributeValueMemberN:
+			n += len(v.Value)/2 + 1
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// TestLargeJobPlanChunksByBytes: each assignment carries its group's job,
+// so a job with a few hundred KB of incompressible env makes a plan's
+// items outgrow DynamoDB's 4 MB per transaction long before 100 actions;
+// the plan is chunked by bytes too and every alloc is placed.
+func TestLargeJobPlanChunksByBytes(t *testing.T) {
+	t.Parallel()
+	limit := &txSizeLimit{}
+	client := ddb.NewClient(awstest.Config(t), limit.apply)
+	table := awstest.Name("drover-large")
+	if err := ddb.CreateTable(ctx, client, table); err != nil {
+		t.Fatal(err)
+	}
+	s := ddb.New(client, ddb.Config{Table: table})
+	log := zaptest.NewLogger(t)
+	h := &home{t: t, store: s, service: controlplane.New(controlplane.Config{Store: s, Logger: log}),
+		eval: &scheduler.Evaluator{State: s, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
+			RescheduleTracker: reconcile.NextRescheduleTracker, Logger: log}}
+	h.node("n1", 100*100, 1<<20)
+	job := testJob("large", 30, 100)
+	noise := make([]byte, 220<<10)
+	if _, err := crand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	job.TaskGroups[0].Tasks[0].Env = map[string]string{"BLOB": base64.StdEncoding.EncodeToString(noise)} // ~290 KB, ~220 KB gzipped
+	if err := h.eval.Process(ctx, h.register(job)); err != nil {
+		t.Fatalf("evaluate a job of 30 allocs with ~220 KB assignments each: %v", err)
+	}
+	if n := len(h.live("large")); n != 30 {
+		t.Fatalf("%d live allocs, want 30", n)
+	}
+	h.checkInvariants()
+	assigned, err := s.AllocsByNode(ctx, "n1")
+	if err != nil || len(assigned) != 30 {
+		t.Fatalf("node's allocs: %d %v", len(assigned), err)
+	}
+	t.Logf("largest transaction: %d bytes of items (limit %d)", limit.largest, ddb.MaxTransactBytes)
 }
