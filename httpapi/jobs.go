@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sort"
 
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/jobspec"
@@ -169,14 +168,25 @@ func (s *Server) deregisterJob(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// listJobs answers GET /v1/jobs: stubs in namespace then ID order,
+// paginated and filtered (on the full job) as Nomad.
 func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableJobs, storage.TableAllocs, storage.TableEvals}, func(ctx context.Context) (any, error) {
 		jobs, err := s.cfg.State.Jobs(ctx, namespaceOf(r), r.URL.Query().Get("prefix"))
 		if err != nil {
 			return nil, err
 		}
-		out := make([]*JobListStub, 0, len(jobs))
-		for _, j := range jobs {
+		page, next, err := paginate(jobs, o, func(j *structs.Job) pageKey { return jobKey(j.Namespace, j.ID) }, false)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*JobListStub, 0, len(page))
+		for _, j := range page {
 			sum, err := s.summary(ctx, j)
 			if err != nil {
 				return nil, err
@@ -188,7 +198,7 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 				ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime, Meta: j.Meta,
 			})
 		}
-		return out, nil
+		return &listPage{items: out, next: next}, nil
 	})
 }
 
@@ -204,7 +214,14 @@ func (s *Server) requireJob(ctx context.Context, r *http.Request) (*structs.Job,
 	return s.cfg.State.Job(ctx, namespaceOf(r), r.PathValue("id"))
 }
 
+// jobAllocations answers GET /v1/job/:id/allocations: stubs of the
+// current incarnation's allocations, newest first, paginated.
 func (s *Server) jobAllocations(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
 		if _, err := s.requireJob(ctx, r); err != nil {
 			return nil, err
@@ -213,25 +230,27 @@ func (s *Server) jobAllocations(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return stubs(allocs), nil
+		return allocStubPage(allocs, o, allocIndexKey, true)
 	})
 }
 
+// stubs returns the allocs' list stubs, in the allocs' order.
 func stubs(allocs []*structs.Allocation) []*structs.AllocListStub {
 	out := make([]*structs.AllocListStub, 0, len(allocs))
 	for _, a := range allocs {
 		out = append(out, a.Stub())
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if out[i].CreateIndex != out[j].CreateIndex {
-			return out[i].CreateIndex > out[j].CreateIndex
-		}
-		return out[i].ID < out[j].ID
-	})
 	return out
 }
 
+// jobEvaluations answers GET /v1/job/:id/evaluations, newest first,
+// paginated.
 func (s *Server) jobEvaluations(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableEvals}, func(ctx context.Context) (any, error) {
 		if _, err := s.requireJob(ctx, r); err != nil {
 			return nil, err
@@ -240,8 +259,8 @@ func (s *Server) jobEvaluations(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		sort.SliceStable(evals, func(i, j int) bool { return evals[i].CreateIndex > evals[j].CreateIndex })
-		return evals, nil
+		page, next, err := paginate(evals, o, evalIndexKey, true)
+		return &listPage{items: page, next: next}, err
 	})
 }
 
@@ -313,7 +332,14 @@ func (s *Server) summary(ctx context.Context, j *structs.Job) (*JobSummary, erro
 	return sum, nil
 }
 
+// jobVersions answers GET /v1/job/:id/versions, newest first; the
+// versions are paginated (token: the version number) and filtered.
 func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
 		versions, err := s.cfg.State.JobVersions(ctx, namespaceOf(r), r.PathValue("id"))
 		if err != nil {
@@ -322,7 +348,11 @@ func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) {
 		if len(versions) == 0 {
 			return nil, storage.NotFoundf("job %q in namespace %q", r.PathValue("id"), namespaceOf(r))
 		}
-		return &JobVersionsResponse{Versions: versions, KnownLeader: true}, nil
+		page, next, err := paginate(versions, o, func(j *structs.Job) pageKey { return indexKey(j.Version, "") }, true)
+		if err != nil {
+			return nil, err
+		}
+		return &listPage{items: &JobVersionsResponse{Versions: page, KnownLeader: true}, next: next}, nil
 	})
 }
 
@@ -339,15 +369,23 @@ func (s *Server) jobDeployment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// jobDeployments answers GET /v1/job/:id/deployments, newest first,
+// paginated.
 func (s *Server) jobDeployments(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableDeployments}, func(ctx context.Context) (any, error) {
 		if _, err := s.requireJob(ctx, r); err != nil {
 			return nil, err
 		}
 		ds, err := s.cfg.State.DeploymentsByJob(ctx, namespaceOf(r), r.PathValue("id"))
-		if ds == nil {
-			ds = []*structs.Deployment{}
+		if err != nil {
+			return nil, err
 		}
-		return ds, err
+		page, next, err := paginate(ds, o, deploymentIndexKey, true)
+		return &listPage{items: page, next: next}, err
 	})
 }

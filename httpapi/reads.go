@@ -14,14 +14,37 @@ import (
 
 func errorsIsNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
 
+// listAllocations answers GET /v1/allocations: stubs in create-index
+// order (ID order with ?prefix=), paginated and filtered as Nomad.
 func (s *Server) listAllocations(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	prefix := r.URL.Query().Get("prefix")
 	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
-		allocs, err := s.cfg.State.AllocsByPrefix(ctx, namespaceOf(r), r.URL.Query().Get("prefix"))
+		allocs, err := s.cfg.State.AllocsByPrefix(ctx, namespaceOf(r), prefix)
 		if err != nil {
 			return nil, err
 		}
-		return stubs(allocs), nil
+		key := allocIndexKey
+		if prefix != "" {
+			key = func(a *structs.Allocation) pageKey { return idKey(a.ID) }
+		}
+		return allocStubPage(allocs, o, key, false)
 	})
+}
+
+func allocIndexKey(a *structs.Allocation) pageKey { return indexKey(a.CreateIndex, a.ID) }
+
+// allocStubPage paginates allocs and answers the page as stubs.
+func allocStubPage(allocs []*structs.Allocation, o *pageOptions, key func(*structs.Allocation) pageKey, desc bool) (any, error) {
+	page, next, err := paginate(allocs, o, key, desc)
+	if err != nil {
+		return nil, err
+	}
+	return &listPage{items: stubs(page), next: next}, nil
 }
 
 func (s *Server) getAllocation(w http.ResponseWriter, r *http.Request) {
@@ -30,22 +53,37 @@ func (s *Server) getAllocation(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// listEvaluations answers GET /v1/evaluations in create-index order (ID
+// order with ?prefix=), with Nomad's ?job= and ?status= (which, as in
+// Nomad, cannot be combined with ?filter=), paginated.
 func (s *Server) listEvaluations(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	if o.filter != nil && (q.Get("job") != "" || q.Get("status") != "") {
+		s.fail(w, r, badRequestf("query parameter \"filter\": cannot be combined with \"job\" or \"status\" (write them into the filter expression)"))
+		return
+	}
 	s.query(w, r, []string{storage.TableEvals}, func(ctx context.Context) (any, error) {
-		q := r.URL.Query()
 		evals, err := s.cfg.State.Evals(ctx, storage.EvalFilter{
 			Namespace: namespaceOf(r), Prefix: q.Get("prefix"), JobID: q.Get("job"), Status: q.Get("status"),
 		})
 		if err != nil {
 			return nil, err
 		}
-		sort.SliceStable(evals, func(i, j int) bool { return evals[i].CreateIndex > evals[j].CreateIndex })
-		if evals == nil {
-			evals = []*structs.Evaluation{}
+		key := evalIndexKey
+		if q.Get("prefix") != "" {
+			key = func(e *structs.Evaluation) pageKey { return idKey(e.ID) }
 		}
-		return evals, nil
+		page, next, err := paginate(evals, o, key, false)
+		return &listPage{items: page, next: next}, err
 	})
 }
+
+func evalIndexKey(e *structs.Evaluation) pageKey { return indexKey(e.CreateIndex, e.ID) }
 
 // getEvaluation answers GET /v1/evaluation/:id; with ?related=true the
 // eval's RelatedEvals lists the other evaluations of its chain (previous,
@@ -107,6 +145,11 @@ func relatedEvals(ev *structs.Evaluation, all []*structs.Evaluation) []*structs.
 }
 
 func (s *Server) evaluationAllocations(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
 		if _, err := s.cfg.State.Eval(ctx, r.PathValue("id")); err != nil {
 			return nil, err
@@ -115,7 +158,7 @@ func (s *Server) evaluationAllocations(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return stubs(allocs), nil
+		return allocStubPage(allocs, o, allocIndexKey, true)
 	})
 }
 
@@ -125,17 +168,37 @@ func (s *Server) getDeployment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// listDeployments answers GET /v1/deployments in create-index order (ID
+// order with ?prefix=), paginated and filtered as Nomad.
 func (s *Server) listDeployments(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	prefix := r.URL.Query().Get("prefix")
 	s.query(w, r, []string{storage.TableDeployments}, func(ctx context.Context) (any, error) {
-		ds, err := s.cfg.State.Deployments(ctx, namespaceOf(r), r.URL.Query().Get("prefix"))
-		if ds == nil {
-			ds = []*structs.Deployment{}
+		ds, err := s.cfg.State.Deployments(ctx, namespaceOf(r), prefix)
+		if err != nil {
+			return nil, err
 		}
-		return ds, err
+		key := deploymentIndexKey
+		if prefix != "" {
+			key = func(d *structs.Deployment) pageKey { return idKey(d.ID) }
+		}
+		page, next, err := paginate(ds, o, key, false)
+		return &listPage{items: page, next: next}, err
 	})
 }
 
+func deploymentIndexKey(d *structs.Deployment) pageKey { return indexKey(d.CreateIndex, d.ID) }
+
 func (s *Server) deploymentAllocations(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableAllocs, storage.TableDeployments}, func(ctx context.Context) (any, error) {
 		d, err := s.cfg.State.Deployment(ctx, r.PathValue("id"))
 		if err != nil {
@@ -151,7 +214,7 @@ func (s *Server) deploymentAllocations(w http.ResponseWriter, r *http.Request) {
 				in = append(in, a)
 			}
 		}
-		return stubs(in), nil
+		return allocStubPage(in, o, allocIndexKey, true)
 	})
 }
 
@@ -183,8 +246,18 @@ func (s *Server) namespaces(ctx context.Context) ([]*Namespace, error) {
 }
 
 func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
-		return s.namespaces(ctx)
+		all, err := s.namespaces(ctx)
+		if err != nil {
+			return nil, err
+		}
+		page, next, err := paginate(all, o, func(n *Namespace) pageKey { return idKey(n.Name) }, false)
+		return &listPage{items: page, next: next}, err
 	})
 }
 
@@ -203,17 +276,28 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// listNodes answers GET /v1/nodes in ID order, paginated and filtered
+// (on the full node, as Nomad: `Attributes["kernel.name"] == "linux"`).
 func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableNodes}, func(ctx context.Context) (any, error) {
 		nodes, err := s.cfg.State.Nodes(ctx, r.URL.Query().Get("prefix"))
 		if err != nil {
 			return nil, err
 		}
-		out := make([]*structs.NodeListStub, 0, len(nodes))
-		for _, n := range nodes {
+		page, next, err := paginate(nodes, o, func(n *structs.Node) pageKey { return idKey(n.ID) }, false)
+		if err != nil {
+			return nil, err
+		}
+		out := make([]*structs.NodeListStub, 0, len(page))
+		for _, n := range page {
 			out = append(out, n.Stub())
 		}
-		return out, nil
+		return &listPage{items: out, next: next}, nil
 	})
 }
 
@@ -239,17 +323,25 @@ func (s *Server) nodeByIDOrPrefix(ctx context.Context, id string) (*structs.Node
 	return nil, err
 }
 
+// nodeAllocations answers GET /v1/node/:id/allocations: the node's
+// allocations (whole, as Nomad) in create-index order, paginated.
 func (s *Server) nodeAllocations(w http.ResponseWriter, r *http.Request) {
+	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
 		n, err := s.nodeByIDOrPrefix(ctx, r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
 		allocs, err := s.cfg.State.AllocsByNode(ctx, n.ID)
-		if allocs == nil {
-			allocs = []*structs.Allocation{}
+		if err != nil {
+			return nil, err
 		}
-		return allocs, err
+		page, next, err := paginate(allocs, o, allocIndexKey, false)
+		return &listPage{items: page, next: next}, err
 	})
 }
 

@@ -177,28 +177,15 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/deployment/allocations/{id}", s.deploymentAllocations)
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
+	s.jobsParseRoutes()
 }
 
-// unsupportedQuery are Nomad query parameters drover does not implement:
-// a request using one is refused rather than answered as if it were
-// absent (a filter ignored would act on everything).
-var unsupportedQuery = map[string]string{
-	"filter":     "filter expressions",
-	"per_page":   "pages of results",
-	"next_token": "pages of results",
-}
-
-// checkQuery refuses a query string that does not parse, a parameter drover
-// does not support, and a region other than this agent's.
+// checkQuery refuses a query string that does not parse and a region
+// other than this agent's.
 func (s *Server) checkQuery(r *http.Request) error {
 	q, err := url.ParseQuery(r.URL.RawQuery)
 	if err != nil {
 		return badRequestf("query string: %v", err)
-	}
-	for name, what := range unsupportedQuery {
-		if v, ok := q[name]; ok && strings.Join(v, "") != "" {
-			return badRequestf("query parameter %q: %s are not supported by drover yet", name, what)
-		}
 	}
 	if region := q.Get("region"); region != "" && s.cfg.Agent.Region != "" && region != s.cfg.Agent.Region {
 		return badRequestf("query parameter \"region\": unknown region %q (this cluster is %q)", region, s.cfg.Agent.Region)
@@ -399,6 +386,12 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, tables []string, 
 				return
 			}
 			setMeta(w, idx)
+			if p, ok := out.(*listPage); ok {
+				if p.next != "" {
+					w.Header().Set("X-Nomad-NextToken", p.next)
+				}
+				out = p.items
+			}
 			writeJSON(w, r, http.StatusOK, out)
 			return
 		}

@@ -4,7 +4,10 @@ import (
 	"context"
 	"os"
 	"strings"
+	"sync/atomic"
 	"testing"
+
+	"github.com/drover-sched/drover/structs"
 
 	"github.com/drover-sched/drover/internal/awstest"
 	"github.com/drover-sched/drover/storage"
@@ -43,3 +46,25 @@ func TestConformance(t *testing.T) {
 // motoNoIsolation is why the tests of concurrent plans skip on moto.
 const motoNoIsolation = "moto does not isolate concurrent transactions (its TransactWriteItems checks conditions " +
 	"and writes without a lock, so two concurrent plans can both pass the capacity condition); kumo and DynamoDB do"
+
+// TestCrashes: on DynamoDB a crash is a plan that stops after its first
+// chunk (the chunk-crash hook); each chunk moves the node counters with
+// its allocs, so usage stays exact.
+func TestCrashes(t *testing.T) {
+	storagetest.RunCrashes(t, func(t *testing.T) (storage.Store, func(string) bool) {
+		var armed atomic.Bool
+		s := newStore(t, ddb.Config{AfterChunk: func(_ *structs.Plan, chunk int) error {
+			if chunk == 1 && armed.CompareAndSwap(true, false) {
+				return storagetest.ErrCrash
+			}
+			return nil
+		}})
+		return s, func(op string) bool {
+			if op != storagetest.CrashPlan {
+				return false
+			}
+			armed.Store(true)
+			return true
+		}
+	})
+}

@@ -60,6 +60,8 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"JobStatus", testJobStatus},
 		{"EvalsListing", testEvals},
 		{"TableIndexes", testIndexes},
+		{"UsageMaintained", testUsageMaintained},
+		{"CandidateNodes", testCandidateNodes},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
