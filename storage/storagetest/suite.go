@@ -62,6 +62,8 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"TableIndexes", testIndexes},
 		{"UsageMaintained", testUsageMaintained},
 		{"CandidateNodes", testCandidateNodes},
+		{"EvalStatusFilter", testEvalStatusFilter},
+		{"ActiveDeployments", testActiveDeployments},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
