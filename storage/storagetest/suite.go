@@ -51,6 +51,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"CandidateNodes", testCandidateNodes},
 		{"ClientHealthCountsForItsDeploymentOnly", testHealthOfAnotherDeployment},
 		{"ClientTerminalReportReplacesLost", testTerminalReportReplacesLost},
+		{"EvalStatusFilter", testEvalStatusFilter},
+		{"ActiveDeployments", testActiveDeployments},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
