@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -68,6 +69,26 @@ type Evaluator struct {
 	// it (tests use it to hold evaluations there).
 	BeforeCommit func(ctx context.Context, eval *structs.Evaluation, attempt int)
 	Logger       *zap.Logger
+
+	// placing orders the node read, placement and commit of this
+	// evaluator's evaluations: first attempts share it (evaluations of
+	// different jobs place and commit in parallel), a re-evaluation after
+	// a conflict holds it alone. Bin-packing sends concurrent plans to the
+	// same fullest nodes, so without it a plan can lose the race for a
+	// node again and again; holding it alone, the re-evaluation sees
+	// usage that no other evaluation of this process changes before its
+	// commit (the store still checks: writers elsewhere can conflict).
+	placing sync.RWMutex
+}
+
+// lockPlacement takes placing for an attempt and returns its unlock.
+func (e *Evaluator) lockPlacement(attempt int) func() {
+	if attempt <= 1 {
+		e.placing.RLock()
+		return e.placing.RUnlock
+	}
+	e.placing.Lock()
+	return e.placing.Unlock
 }
 
 func (e *Evaluator) now() time.Time {
@@ -144,13 +165,14 @@ func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, at
 	if err != nil {
 		return nil, err
 	}
-	usage, err := e.State.CandidateNodes(ctx, nodeQuery(snap))
-	if err != nil {
-		return nil, fmt.Errorf("read nodes: %w", err)
-	}
 	jobEvals, err := e.State.EvalsByJob(ctx, ev.Namespace, ev.JobID)
 	if err != nil {
 		return nil, fmt.Errorf("read evals of job %s: %w", ev.JobID, err)
+	}
+	defer e.lockPlacement(attempt)()
+	usage, err := e.State.CandidateNodes(ctx, nodeQuery(snap))
+	if err != nil {
+		return nil, fmt.Errorf("read nodes: %w", err)
 	}
 	now := e.now()
 	nodes := make([]placement.NodeCandidate, 0, len(usage))
