@@ -1,9 +1,10 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -84,18 +85,18 @@ func (s *Store) Node(ctx context.Context, id string) (*structs.Node, error) {
 	return out, err
 }
 
-// Nodes implements storage.Store.
+// Nodes implements storage.Store from the node cache (the timers list
+// every node each second).
 func (s *Store) Nodes(ctx context.Context, prefix string) ([]*structs.Node, error) {
 	var out []*structs.Node
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bNodes).Cursor()
-		p := []byte(prefix)
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			n, err := decodeInto[structs.Node](v)
-			if err != nil {
-				return err
-			}
-			out = append(out, n)
+		nodes, err := s.allNodes(tx)
+		if err != nil {
+			return err
+		}
+		i := sort.Search(len(nodes), func(i int) bool { return nodes[i].ID >= prefix })
+		for ; i < len(nodes) && strings.HasPrefix(nodes[i].ID, prefix); i++ {
+			out = append(out, nodes[i])
 		}
 		return nil
 	})
