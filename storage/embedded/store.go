@@ -40,9 +40,13 @@ var (
 	bDeploysByJob   = []byte("deployments_by_job")
 	bNodes          = []byte("nodes")
 	bNodeAssignment = []byte("node_assignment") // node id → uint64 index
+	bSubmissions    = []byte("job_submissions") // ns\0job\0%020d → *structs.JobSubmission
+	bNamespaces     = []byte("namespaces")      // name → *structs.Namespace
+	bConfig         = []byte("config")          // "scheduler" → *structs.SchedulerConfiguration
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
-		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment}
+		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment,
+		bSubmissions, bNamespaces, bConfig}
 
 	keyIndex = []byte("index")
 )

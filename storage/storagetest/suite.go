@@ -47,6 +47,10 @@ func Run(t *testing.T, newStore Factory) {
 		{"JobStatus", testJobStatus},
 		{"EvalsListing", testEvals},
 		{"TableIndexes", testIndexes},
+		{"JobSubmissions", testJobSubmissions},
+		{"NodeEvents", testNodeEvents},
+		{"Namespaces", testNamespaces},
+		{"SchedulerConfig", testSchedulerConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
