@@ -26,6 +26,9 @@ type Placer struct {
 	nodes []*nodeState // sorted by node ID
 	byID  map[string]*nodeState
 	cc    *constraintChecker
+	// spread scores the emptiest fitting node best (Nomad's spread
+	// scheduler algorithm) instead of the fullest (binpack).
+	spread bool
 }
 
 type nodeState struct {
@@ -197,6 +200,9 @@ func (p *Placer) score(tg *structs.TaskGroup, ns *nodeState, ask structs.Compara
 	capacity := ns.node.Capacity()
 	after := ns.used.Add(ask)
 	binpack := binPackScore(capacity, after)
+	if p.spread {
+		binpack = 1 - binpack // Nomad's ScoreFitSpread mirrors the bin-packing fit
+	}
 	scores := map[string]float64{"binpack": binpack}
 	total, n := binpack, 1.0
 	if c := ns.groupAllocs[tg.Name]; c > 0 && tg.Count > 0 {

@@ -26,6 +26,7 @@ const (
 	EvalTriggerMaxDisconnectTimeout = "max-disconnect-timeout"
 	EvalTriggerReconnect            = "reconnect"
 	EvalTriggerMaxPlans             = "max-plan-attempts"
+	EvalTriggerScaling              = "job-scaling"
 )
 
 // Evaluation is a request to reconcile one job: created by a registration,
@@ -64,6 +65,9 @@ type Evaluation struct {
 	// PlanAnnotations are the reconciler's decisions per task group for
 	// the plan this eval committed, as Nomad shows in `eval status`.
 	PlanAnnotations *PlanAnnotations `json:",omitempty"`
+	// ScalingEvent, on an eval created by a scale request (`nomad job
+	// scale`), is the request's event; GET /v1/job/:id/scale lists them.
+	ScalingEvent *ScalingEvent `json:",omitempty"`
 	// SnapshotIndex is the state index the eval was computed at.
 	SnapshotIndex uint64
 	CreateIndex   uint64
@@ -172,4 +176,20 @@ type DesiredUpdates struct {
 	Disconnect        uint64
 	RescheduleNow     uint64
 	RescheduleLater   uint64
+}
+
+// ScalingEvent is one scale request of a task group, Nomad's shape:
+// counts before and after (Count nil: an event without a change), the
+// caller's message, error flag and meta, and the eval it created. Time is
+// unix nanoseconds.
+type ScalingEvent struct {
+	TaskGroup     string
+	Time          uint64
+	Count         *int64
+	PreviousCount int64
+	Message       string
+	Error         bool
+	Meta          map[string]any `json:",omitempty"`
+	EvalID        *string
+	CreateIndex   uint64
 }

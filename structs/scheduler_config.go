@@ -23,8 +23,11 @@ type SchedulerConfiguration struct {
 	RejectJobRegistration bool
 	// PauseEvalBroker stops evaluation processing while true.
 	PauseEvalBroker bool
-	CreateIndex     uint64
-	ModifyIndex     uint64
+	// NodeLimitForFeasibilityChecks is stored (drover has no spread or
+	// affinity blocks yet).
+	NodeLimitForFeasibilityChecks uint
+	CreateIndex                   uint64
+	ModifyIndex                   uint64
 }
 
 // PreemptionConfig is Nomad's per-scheduler preemption switches.

@@ -1,8 +1,9 @@
 package structs
 
 // MaxJobSourceBytes is the largest job source kept with a job version
-// (Nomad's 1 MB): a larger one is discarded with a warning.
-const MaxJobSourceBytes = 1024 * 1024
+// (Nomad's default job_max_source_size, 1 MB): a larger one is discarded
+// with a warning.
+const MaxJobSourceBytes = 1_000_000
 
 // JobSubmission is the source a job version was registered from, Nomad's
 // JobSubmission shape: the HCL (or JSON) text, its format ("hcl2",
@@ -21,12 +22,13 @@ type JobSubmission struct {
 	JobModifyIndex uint64
 }
 
-// Size is the submission's size in bytes, as Nomad counts it.
+// Size is the submission's size in bytes as Nomad counts it: the source,
+// the variables file and the -var flags.
 func (s *JobSubmission) Size() int {
 	if s == nil {
 		return 0
 	}
-	n := len(s.Source) + len(s.Format) + len(s.Variables)
+	n := len(s.Source) + len(s.Variables)
 	for k, v := range s.VariableFlags {
 		n += len(k) + len(v)
 	}

@@ -140,6 +140,12 @@ func (h *Handler) handleOne(ctx context.Context, rec events.SQSMessage) error {
 	switch {
 	case perr == nil:
 		return nil
+	case errors.Is(perr, scheduler.ErrPaused):
+		// Processing is paused (scheduler configuration): drop this
+		// delivery, uncounted; the eval stays pending in the store and is
+		// sent again when processing resumes (or by the pending sweep).
+		log.Info("evaluation processing is paused; the eval stays pending")
+		return nil
 	case errors.Is(perr, scheduler.ErrNotYet):
 		// Put it back until its time (design invariant 4): acknowledge
 		// this delivery and hand the eval to the delayed path.
