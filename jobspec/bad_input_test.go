@@ -331,6 +331,8 @@ func TestBadInput(t *testing.T) {
 		{name: "numa", mut: func(m obj) { tsk(m, 0, 0)["Resources"] = obj{"NUMA": obj{"Affinity": "require"}} }, field: tp + ".Resources", rule: "numa block is not supported"},
 		{name: "cores", mut: func(m obj) { tsk(m, 0, 0)["Resources"] = obj{"Cores": 2} }, field: tp + ".Resources.Cores", rule: "reserving cores is not supported"},
 		{name: "secrets size", mut: func(m obj) { tsk(m, 0, 0)["Resources"] = obj{"SecretsMB": 5} }, field: tp + ".Resources.SecretsMB", rule: "not supported"},
+		{name: "keys differing in case", mut: func(m obj) { grp(m, 0)["tasks"] = grp(m, 0)["Tasks"] }, field: "Job.TaskGroups[0].Tasks", rule: `given twice, as "Tasks" and "tasks"`},
+		{name: "job keys differing in case", mut: func(m obj) { jobOf(m)["id"] = "other" }, field: "Job.ID", rule: `given twice, as "ID" and "id"`},
 		{name: "iops", mut: func(m obj) { tsk(m, 0, 0)["Resources"] = obj{"IOPS": 5} }, field: tp + ".Resources.IOPS", rule: "not supported"},
 	}
 

@@ -372,12 +372,21 @@ func checkValue(v any, t reflect.Type, path string, errs *errorList) {
 			return
 		}
 		fields := structFields(t)
+		// encoding/json matches keys to fields ignoring case, so "Tasks"
+		// and "tasks" would both land in one field, the later one winning:
+		// refuse the pair instead of merging them silently.
+		seen := map[string]string{}
 		for _, key := range sortedKeys(obj) {
 			f, ok := lookupField(fields, key)
 			if !ok {
 				errs.add(join(path, key), "unknown field (not in Nomad's job format; check the spelling)")
 				continue
 			}
+			if other, dup := seen[f.name]; dup {
+				errs.add(join(path, f.name), "given twice, as %q and %q (keys differing only in case name the same field): keep one", other, key)
+				continue
+			}
+			seen[f.name] = key
 			checkValue(obj[key], f.typ, join(path, f.name), errs)
 		}
 	case reflect.Map:

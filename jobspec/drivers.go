@@ -1,9 +1,12 @@
 package jobspec
 
 import (
-	"fmt"
 	"sort"
 	"sync"
+
+	driverspkg "github.com/drover-sched/drover/drivers"
+	"github.com/drover-sched/drover/drivers/catalog"
+	"github.com/drover-sched/drover/drivers/rawexec"
 )
 
 // DriverConfigValidator checks a task's driver configuration (the task's
@@ -14,14 +17,32 @@ import (
 type DriverConfigValidator func(config map[string]any) []*ValidationError
 
 // RawExecDriver is the name of the built-in raw_exec driver.
-const RawExecDriver = "raw_exec"
+const RawExecDriver = rawexec.Name
 
 var (
 	driversMu sync.RWMutex
-	drivers   = map[string]DriverConfigValidator{
-		RawExecDriver: validateRawExecConfig,
-	}
+	drivers   = builtinDrivers()
 )
+
+// builtinDrivers are drivers/catalog's built-ins, each checked by the
+// declaration of its task config that the node decodes it with.
+func builtinDrivers() map[string]DriverConfigValidator {
+	out := map[string]DriverConfigValidator{}
+	for _, b := range catalog.Builtins() {
+		spec := b.Config
+		out[b.Name] = func(config map[string]any) []*ValidationError {
+			var errs []*ValidationError
+			// The group's network ports are not known to drover yet
+			// (network blocks are refused), so a task naming ports is
+			// refused by its driver's rules.
+			for _, e := range spec.Validate(config, driverspkg.ValidateContext{}) {
+				errs = append(errs, &ValidationError{Field: e.Field, Rule: e.Rule})
+			}
+			return errs
+		}
+	}
+	return out
+}
 
 // RegisterDriver adds (or replaces) a built-in driver and the validator of
 // its task config. drover's drivers are compiled in: a task naming a driver
@@ -53,45 +74,4 @@ func lookupDriver(name string) (DriverConfigValidator, bool) {
 	defer driversMu.RUnlock()
 	v, ok := drivers[name]
 	return v, ok
-}
-
-// validateRawExecConfig checks raw_exec's config: command (required,
-// non-empty string) and args (list of strings); nothing else.
-func validateRawExecConfig(config map[string]any) []*ValidationError {
-	var errs []*ValidationError
-	add := func(field, rule string) { errs = append(errs, &ValidationError{Field: field, Rule: rule}) }
-
-	cmd, ok := config["command"]
-	switch s, isString := cmd.(string); {
-	case !ok || cmd == nil:
-		add("command", "is required by the raw_exec driver")
-	case !isString:
-		add("command", fmt.Sprintf("must be a string (got %s)", jsonKind(cmd)))
-	case s == "":
-		add("command", "must not be empty")
-	}
-	if args, ok := config["args"]; ok && args != nil {
-		switch list := args.(type) {
-		case []any:
-			for i, a := range list {
-				if _, ok := a.(string); !ok {
-					add(fmt.Sprintf("args[%d]", i), fmt.Sprintf("must be a string (got %s)", jsonKind(a)))
-				}
-			}
-		case []string:
-		default:
-			add("args", fmt.Sprintf("must be a list of strings (got %s)", jsonKind(args)))
-		}
-	}
-	keys := make([]string, 0, len(config))
-	for k := range config {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, k := range keys {
-		if k != "command" && k != "args" {
-			add(k, `is not a raw_exec option drover supports (only "command" and "args")`)
-		}
-	}
-	return errs
 }

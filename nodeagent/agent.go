@@ -13,6 +13,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -54,10 +55,14 @@ type Config struct {
 	// graceful shutdown stops every task (otherwise tasks keep running
 	// under their supervisors for the next agent to re-attach).
 	DevMode bool
-	// EnabledDrivers names the drivers to enable. nil means the default:
+	// EnabledDrivers names the drivers to enable (built-ins of
+	// drivers/catalog, or ExtraDrivers). nil means the default:
 	// raw_exec in dev mode, none otherwise (as in Nomad, raw_exec must be
 	// enabled explicitly outside dev mode).
 	EnabledDrivers []string
+	// ExtraDrivers are drivers that are not built in, by name (tests: the
+	// mock driver); they are enabled when EnabledDrivers names them.
+	ExtraDrivers map[string]drivers.Driver
 	// PollInterval is how often the assignment index is polled (default
 	// 1s).
 	PollInterval time.Duration
@@ -91,13 +96,12 @@ type Config struct {
 
 // Agent is a node agent. Create it with New, then call Run.
 type Agent struct {
-	cfg      Config
-	cp       ControlPlane
-	logger   *zap.Logger
-	clock    Clock
-	paths    hostPaths
-	drivers  map[string]driver
-	launcher *supervisorLauncher
+	cfg     Config
+	cp      ControlPlane
+	logger  *zap.Logger
+	clock   Clock
+	paths   hostPaths
+	drivers map[string]drivers.Driver
 
 	nodeID string
 	nodeMu sync.Mutex
@@ -168,14 +172,9 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 	if cfg.EnabledDrivers == nil && cfg.DevMode {
 		cfg.EnabledDrivers = []string{DriverRawExec}
 	}
-	drivers := map[string]driver{}
-	for _, name := range cfg.EnabledDrivers {
-		switch name {
-		case DriverRawExec:
-			drivers[name] = newRawExecDriver()
-		default:
-			return nil, fmt.Errorf("nodeagent: unknown driver %q", name)
-		}
+	ds, err := newDrivers(&cfg)
+	if err != nil {
+		return nil, err
 	}
 	for _, d := range []string{cfg.DataDir, filepath.Join(cfg.DataDir, "client"), filepath.Join(cfg.DataDir, "alloc")} {
 		if err := os.MkdirAll(d, 0o711); err != nil {
@@ -187,8 +186,7 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 		cp:         cp,
 		clock:      cfg.Clock,
 		paths:      defaultHostPaths,
-		drivers:    drivers,
-		launcher:   &supervisorLauncher{command: cfg.SupervisorCommand, env: cfg.SupervisorEnv},
+		drivers:    ds,
 		runners:    map[string]*allocRunner{},
 		listed:     map[string]*structs.Allocation{},
 		reported:   map[string]bool{},
@@ -226,17 +224,14 @@ func (a *Agent) stateDBPath() string { return filepath.Join(a.cfg.DataDir, "clie
 
 // refreshNode fingerprints the machine into a.node.
 func (a *Agent) refreshNode() error {
-	attrs, res, err := fingerprint(&a.cfg, a.paths, a.drivers)
+	driverInfo := fingerprintDrivers(a.drivers)
+	attrs, res, err := fingerprint(&a.cfg, a.paths, driverInfo)
 	if err != nil {
 		return err
 	}
 	name := a.cfg.NodeName
 	if name == "" {
 		name = attrs["unique.hostname"]
-	}
-	drivers := map[string]*structs.DriverInfo{}
-	for n, d := range a.drivers {
-		drivers[n] = d.Fingerprint()
 	}
 	meta := map[string]string{}
 	for k, v := range a.cfg.Meta {
@@ -254,7 +249,7 @@ func (a *Agent) refreshNode() error {
 		NodePool:              a.cfg.NodePool,
 		SchedulingEligibility: structs.NodeSchedulingEligible,
 		Status:                structs.NodeStatusInit,
-		Drivers:               drivers,
+		Drivers:               driverInfo,
 	}
 	a.nodeMu.Lock()
 	a.node = n
@@ -336,6 +331,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.stopReporter(repCancel, repDone)
 	}
+	a.closeDrivers()
 	a.logger.Info("node agent stopped")
 	return nil
 }
@@ -407,7 +403,7 @@ func (a *Agent) sweepOrphans(known map[string]bool) {
 		if !e.IsDir() || known[e.Name()] {
 			continue
 		}
-		if n := killLeftovers(NewAllocDir(a.allocsDir(), e.Name())); n > 0 {
+		if n := a.cleanupAlloc(NewAllocDir(a.allocsDir(), e.Name()), e.Name()); n > 0 {
 			a.logger.Warn("killed processes of an alloc dir without state", zap.String("alloc_id", e.Name()), zap.Int("processes", n))
 		}
 	}

@@ -446,26 +446,6 @@ func TestRegisterHeartbeatAndPolling(t *testing.T) {
 	}
 }
 
-func TestLaunchRefusedWhileAnotherSupervisorHoldsTheTask(t *testing.T) {
-	stateDir := t.TempDir()
-	lock, err := acquireSupervisorLock(stateDir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer lock.Close()
-	if !supervisorLockHeld(stateDir) {
-		t.Fatal("lock not seen as held")
-	}
-	l := &supervisorLauncher{command: []string{"/bin/false"}}
-	if _, err := l.launch(&supervisorSpec{RunID: "r", Command: "/bin/true", StateDir: stateDir}); err == nil {
-		t.Fatal("launched a second supervisor for one task")
-	}
-	lock.Close()
-	if supervisorLockHeld(stateDir) {
-		t.Fatal("lock still held after release")
-	}
-}
-
 func TestSecondAgentOnSameDataDirRefused(t *testing.T) {
 	dir := t.TempDir()
 	cp := newFakeCP()

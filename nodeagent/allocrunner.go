@@ -10,6 +10,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -146,7 +147,7 @@ func (a *Agent) restoreAllocRunner(ra *restoredAlloc) *allocRunner {
 	if tg := ar.taskGroup(); tg != nil {
 		for _, t := range tg.Tasks {
 			var st *structs.TaskState
-			var h *taskHandleState
+			var h *drivers.TaskHandle
 			if rt := ra.Tasks[t.Name]; rt != nil {
 				st, h = rt.State, rt.Handle
 			}
@@ -540,7 +541,7 @@ func (ar *allocRunner) runFailed(ctx context.Context) {
 	ar.mu.Lock()
 	ar.prerunDone = true
 	ar.mu.Unlock()
-	if n := killLeftovers(ar.allocDir); n > 0 {
+	if n := ar.agent.cleanupAlloc(ar.allocDir, ar.id); n > 0 {
 		ar.logger.Warn("killed processes left by an alloc whose state was lost", zap.Int("processes", n))
 	}
 	ar.sync()

@@ -18,22 +18,27 @@
 // The agent garbage-collects terminal allocs (see gc.go) and serves task
 // logs (StreamLogs).
 //
-// Every task runs under a small supervisor process of drover's own (see
-// SupervisorMain): the agent starts the supervisor in its own session; the
-// supervisor starts the task as its child in the task's own process group,
-// records the task's pid and start time in the task dir, copies the task's
-// stdout and stderr to alloc/logs/<task>.stdout.N and .stderr.N (rotated
-// by the task's logs block), and records how the task ended. Tasks and
-// supervisors therefore outlive an agent restart, and nothing that happens
-// while the agent is down is lost.
+// Every task runs through its driver (package drivers: one interface that
+// owns a task's whole life — start, wait, stop, destroy, recover, signal,
+// exec, stats — with the built-in drivers registered in drivers/catalog).
+// The task runner keeps the driver's TaskHandle, persisted with the task's
+// state, and never learns pids or container IDs. The process drivers
+// (raw_exec) run each task under a small supervisor process of
+// drover's own (drivers/shared/supervisor): it starts the task in its own
+// process group, records its pid and how it ended in the task's state dir,
+// and copies its stdout and stderr to alloc/logs/<task>.stdout.N and
+// .stderr.N (rotated by the task's logs block). Tasks therefore outlive
+// an agent restart, and nothing that happens while the agent is down is
+// lost.
 //
 // Local state lives in a bbolt file, <data dir>/client/state.db: per
 // allocation the allocation itself (rewritten only when the control plane
 // changes it), an immutable record written once, the mutable client status,
-// and per task its TaskState and the handle of its running supervisor. On
-// start the agent restores from it: running tasks are re-attached, tasks
-// that ended while the agent was down get their recorded exit status, and
-// allocations whose state cannot be read are reported failed.
+// and per task its TaskState and the TaskHandle of its current launch. On
+// start the agent restores from it: each handle goes back to its driver
+// (Recover), so running tasks are re-attached, tasks that ended while the
+// agent was down get their recorded exit status, and allocations whose
+// state cannot be read are reported failed.
 //
 // Units: CPU in MHz, memory and disk in MiB, unless a name says bytes.
 package nodeagent

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -27,24 +28,43 @@ func newTaskEvent(typ string) *structs.TaskEvent {
 	return ev
 }
 
-func terminatedEvent(ex *exitRecord) *structs.TaskEvent {
+func terminatedEvent(ex *drivers.ExitResult) *structs.TaskEvent {
 	ev := newTaskEvent(structs.TaskTerminated)
 	ev.ExitCode = ex.ExitCode
 	ev.Signal = ex.Signal
 	ev.Details["exit_code"] = fmt.Sprint(ex.ExitCode)
 	ev.Details["signal"] = fmt.Sprint(ex.Signal)
+	msg := ex.Err
+	if ex.OOMKilled {
+		// Nomad's detail; the exit message says it too, as Nomad's
+		// docker driver does.
+		ev.Details["oom_killed"] = "true"
+		if msg == "" {
+			msg = "OOM Killed"
+		}
+	}
 	ev.DisplayMessage = fmt.Sprintf("Exit Code: %d", ex.ExitCode)
 	if ex.Signal != 0 {
 		ev.DisplayMessage += fmt.Sprintf(", Signal: %d", ex.Signal)
 	}
-	if ex.Err != "" {
-		ev.Message = ex.Err
-		ev.Details["exit_message"] = ex.Err
-		ev.DisplayMessage += ", Exit Message: " + fmt.Sprintf("%q", ex.Err)
+	if msg != "" {
+		ev.Message = msg
+		ev.Details["exit_message"] = msg
+		ev.DisplayMessage += ", Exit Message: " + fmt.Sprintf("%q", msg)
 	}
 	if !ex.ExitedAt.IsZero() {
 		ev.Time = ex.ExitedAt.UnixNano()
 	}
+	return ev
+}
+
+// driverMessageEvent is a message from the task's driver ("Downloading
+// image ...", Nomad's "Driver" event).
+func driverMessageEvent(msg string) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskEventDriverMessage)
+	ev.Message = msg
+	ev.Details["driver_message"] = msg
+	ev.DisplayMessage = msg
 	return ev
 }
 

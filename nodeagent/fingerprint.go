@@ -206,7 +206,7 @@ func utsString(b [65]byte) string {
 
 // fingerprint describes this machine: the node's attributes and the
 // resources it offers.
-func fingerprint(cfg *Config, p hostPaths, drivers map[string]driver) (map[string]string, *structs.NodeResources, error) {
+func fingerprint(cfg *Config, p hostPaths, drivers map[string]*structs.DriverInfo) (map[string]string, *structs.NodeResources, error) {
 	attrs := map[string]string{}
 	var uts unix.Utsname
 	if err := unix.Uname(&uts); err != nil {
@@ -247,7 +247,7 @@ func fingerprint(cfg *Config, p hostPaths, drivers map[string]driver) (map[strin
 	// Nomad's CLI and API clients read the agent version from here.
 	attrs["nomad.version"] = cfg.Version
 	for _, d := range drivers {
-		for k, v := range d.Fingerprint().Attributes {
+		for k, v := range d.Attributes {
 			attrs[k] = v
 		}
 	}

@@ -139,7 +139,7 @@ func (a *Agent) removeStaleAllocDirs() {
 			continue
 		}
 		d := NewAllocDir(a.allocsDir(), id)
-		if killLeftovers(d) > 0 {
+		if a.cleanupAlloc(d, id) > 0 {
 			continue // something still ran there; look again next start
 		}
 		if err := d.Destroy(); err != nil {

@@ -16,7 +16,24 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest"
 
+	"github.com/drover-sched/drover/drivers/shared/logfiles"
+	"github.com/drover-sched/drover/drivers/shared/supervisor"
 	"github.com/drover-sched/drover/structs"
+)
+
+// The task supervisor and log rotation moved to drivers/shared; these
+// tests look at their records under the names they had here.
+type procRecord = supervisor.ProcRecord
+
+const (
+	supervisorTaskFile = supervisor.TaskFile
+	supervisorExitFile = supervisor.ExitFile
+)
+
+var (
+	processRunning = supervisor.ProcessRunning
+	readJSON       = supervisor.ReadJSON
+	newFileRotator = logfiles.NewRotator
 )
 
 // supervisorEnvVar makes the test binary act as a task supervisor: the

@@ -10,6 +10,8 @@ import (
 	"path"
 	"path/filepath"
 	"time"
+
+	"github.com/drover-sched/drover/drivers/shared/logfiles"
 )
 
 // Pace of a followed log stream.
@@ -93,7 +95,7 @@ func (a *Agent) StreamLogs(ctx context.Context, allocID, task, logType, origin s
 		return tr.isDead()
 	}
 
-	s := &logStream{dir: ad.LogDir(), base: logFileBase(task, logType), emit: emit}
+	s := &logStream{dir: ad.LogDir(), base: logfiles.Base(task, logType), emit: emit}
 	if err := s.seek(origin, offset); err != nil {
 		return err
 	}

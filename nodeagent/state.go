@@ -12,6 +12,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -22,7 +23,7 @@ import (
 //	allocs/<alloc id>/immutable                    written once: agent version, received at, alloc dir
 //	allocs/<alloc id>/mutable                      client status, description, failure reason, health, saved at
 //	allocs/<alloc id>/tasks/<task>/state           the TaskState
-//	allocs/<alloc id>/tasks/<task>/handle          the running supervisor, if any
+//	allocs/<alloc id>/tasks/<task>/handle          the driver's TaskHandle of the running launch, if any
 var (
 	bucketMeta     = []byte("meta")
 	bucketAllocs   = []byte("allocs")
@@ -63,15 +64,31 @@ type allocMutableState struct {
 	SavedAt time.Time `json:",omitempty"`
 }
 
-// taskHandleState is the persisted hold on a task's supervisor. RunID is
-// written before the supervisor starts, the pids once it has.
-type taskHandleState struct {
-	RunID                string
-	SupervisorPid        int
-	SupervisorStartTicks uint64
-	TaskPid              int
-	TaskStartTicks       uint64
-	StartedAt            time.Time
+// legacyTaskHandle is the handle agents before the driver interface
+// wrote: a raw_exec supervisor's pids. It is read back as a raw_exec
+// TaskHandle whose driver state is the same record.
+type legacyTaskHandle struct {
+	RunID  string
+	Driver string
+	Config *drivers.TaskConfig
+}
+
+// decodeTaskHandle reads a persisted task handle, including the legacy
+// raw_exec form (its Config is filled in by the task runner).
+func decodeTaskHandle(raw []byte) (*drivers.TaskHandle, error) {
+	var probe legacyTaskHandle
+	if err := json.Unmarshal(raw, &probe); err != nil {
+		return nil, err
+	}
+	if probe.Driver == "" && probe.RunID != "" {
+		return &drivers.TaskHandle{Driver: DriverRawExec, Config: &drivers.TaskConfig{ID: probe.RunID},
+			DriverState: append([]byte(nil), raw...)}, nil
+	}
+	h := new(drivers.TaskHandle)
+	if err := json.Unmarshal(raw, h); err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // restoredAlloc is one alloc read back from the state file.
@@ -88,7 +105,7 @@ type restoredAlloc struct {
 // restoredTask is one task's state read back.
 type restoredTask struct {
 	State  *structs.TaskState
-	Handle *taskHandleState
+	Handle *drivers.TaskHandle
 }
 
 // stateDB is the agent's local state file.
@@ -232,7 +249,7 @@ func (s *stateDB) PutAllocMutable(allocID string, m *allocMutableState) error {
 }
 
 // PutTask writes a task's state and handle (nil removes the handle).
-func (s *stateDB) PutTask(allocID, task string, st *structs.TaskState, h *taskHandleState) error {
+func (s *stateDB) PutTask(allocID, task string, st *structs.TaskState, h *drivers.TaskHandle) error {
 	err := s.update(func(tx *bolt.Tx) error {
 		b, err := allocBucket(tx, allocID)
 		if err != nil {
@@ -344,10 +361,11 @@ func loadAlloc(id string, b *bolt.Bucket) *restoredAlloc {
 			}
 		}
 		if raw := tb.Get(keyTaskHandle); raw != nil {
-			rt.Handle = new(taskHandleState)
-			if err := json.Unmarshal(raw, rt.Handle); err != nil {
+			h, err := decodeTaskHandle(raw)
+			if err != nil {
 				return fmt.Errorf("decode task %s handle: %w", k, err)
 			}
+			rt.Handle = h
 		}
 		ra.Tasks[string(k)] = rt
 		return nil

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -59,10 +60,15 @@ type taskEnv struct {
 }
 
 // buildTaskEnv assembles a task's environment: the agent's environment
-// less credentials, then drover's variables (DROVER_* and Nomad's NOMAD_*
-// names), then the task's own env block, whose values may interpolate
-// ${VAR}, ${node.*}, ${attr.*} and ${meta.*}.
-func buildTaskEnv(alloc *structs.Allocation, task *structs.Task, ad AllocDir, td TaskDir, node *structs.Node, hostEnv []string) *taskEnv {
+// less credentials (not for image drivers, as in Nomad), then drover's
+// variables (DROVER_* and Nomad's NOMAD_* names; the directories as the
+// task sees them under its driver's filesystem isolation), then the task's
+// own env block, whose values may interpolate ${VAR}, ${node.*}, ${attr.*}
+// and ${meta.*}.
+func buildTaskEnv(alloc *structs.Allocation, task *structs.Task, ad AllocDir, td TaskDir, node *structs.Node, hostEnv []string, fsi drivers.FSIsolation) *taskEnv {
+	if fsi == drivers.FSIsolationImage {
+		hostEnv = nil
+	}
 	vars := make(map[string]string, len(hostEnv)+40)
 	for _, kv := range hostEnv {
 		k, v, ok := strings.Cut(kv, "=")
@@ -87,9 +93,16 @@ func buildTaskEnv(alloc *structs.Allocation, task *structs.Task, ad AllocDir, td
 	set(envGroupName, alloc.TaskGroup)
 	set(envTaskName, task.Name)
 	set(envNamespace, alloc.Namespace)
-	set(envAllocDir, ad.SharedDir())
-	set(envTaskDir, td.LocalDir)
-	set(envSecretsDir, td.SecretsDir)
+	switch fsi {
+	case drivers.FSIsolationChroot, drivers.FSIsolationImage:
+		set(envAllocDir, drivers.TaskAllocPath)
+		set(envTaskDir, drivers.TaskLocalPath)
+		set(envSecretsDir, drivers.TaskSecretsPath)
+	default:
+		set(envAllocDir, ad.SharedDir())
+		set(envTaskDir, td.LocalDir)
+		set(envSecretsDir, td.SecretsDir)
+	}
 	if node != nil {
 		set(envDatacenter, node.Datacenter)
 	}
@@ -149,6 +162,62 @@ func (e *taskEnv) list() []string {
 	}
 	sort.Strings(out)
 	return out
+}
+
+// copyVars returns the variables as a new map.
+func (e *taskEnv) copyVars() map[string]string {
+	out := make(map[string]string, len(e.vars))
+	for k, v := range e.vars {
+		out[k] = v
+	}
+	return out
+}
+
+// interpolateConfig returns a copy of a task's driver config with ${...}
+// interpolated in every string, as Nomad interpolates task config.
+func (e *taskEnv) interpolateConfig(config map[string]any) map[string]any {
+	if config == nil {
+		return nil
+	}
+	return e.interpolateValue(config).(map[string]any)
+}
+
+func (e *taskEnv) interpolateValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return e.interpolate(x)
+	case []string:
+		out := make([]any, len(x))
+		for i, s := range x {
+			out[i] = e.interpolate(s)
+		}
+		return out
+	case []any:
+		out := make([]any, len(x))
+		for i, item := range x {
+			out[i] = e.interpolateValue(item)
+		}
+		return out
+	case []map[string]any:
+		out := make([]any, len(x))
+		for i, item := range x {
+			out[i] = e.interpolateValue(item)
+		}
+		return out
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, item := range x {
+			out[k] = e.interpolateValue(item)
+		}
+		return out
+	case map[string]string:
+		out := make(map[string]any, len(x))
+		for k, s := range x {
+			out[k] = e.interpolate(s)
+		}
+		return out
+	}
+	return v
 }
 
 // lookup resolves one interpolation name.

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
 
+	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -18,13 +19,13 @@ const (
 	// DefaultKillTimeout is used when a task sets no kill_timeout (Nomad's
 	// default).
 	DefaultKillTimeout = 5 * time.Second
-	// forceKillWait bounds how long a SIGKILLed task may take to be
-	// reported gone before its supervisor is killed too.
+	// forceKillWait bounds how long a task the driver stopped may take
+	// to be reported gone.
 	forceKillWait = 10 * time.Second
 )
 
 // taskRunner runs one task of an allocation: its hooks, its launches
-// through a supervisor, its restarts, and its kill. One goroutine (run)
+// through its driver, its restarts, and its kill. One goroutine (run)
 // owns the task's lifecycle and is the only writer of its state.
 type taskRunner struct {
 	agent    *Agent
@@ -38,19 +39,20 @@ type taskRunner struct {
 	// notify tells the alloc runner that the task's state changed.
 	notify func()
 
-	mu     sync.Mutex
-	state  *structs.TaskState
-	handle *taskHandleState
+	mu    sync.Mutex
+	state *structs.TaskState
+	// handle is the current launch's, persisted with the state.
+	handle *drivers.TaskHandle
 
-	// Set by prestart hooks, used by start.
+	// drv is the task's driver; env is the environment the prestart
+	// hooks built.
+	drv        drivers.Driver
 	env        *taskEnv
-	proc       *processSpec
-	drv        driver
 	prestarted bool
 
-	// restoredHandle is the supervisor handle persisted by an earlier
-	// agent, to re-attach to.
-	restoredHandle *taskHandleState
+	// restoredHandle is the handle persisted by an earlier agent, to
+	// re-attach to.
+	restoredHandle *drivers.TaskHandle
 	// gate, when set, is closed when the task's lifecycle turn has come:
 	// a task that never started waits for it.
 	gate <-chan struct{}
@@ -62,7 +64,7 @@ type taskRunner struct {
 	waitCh chan struct{}
 }
 
-func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h *taskHandleState) *taskRunner {
+func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h *drivers.TaskHandle) *taskRunner {
 	alloc := ar.Alloc()
 	policy := task.RestartPolicy
 	var jobType string
@@ -178,26 +180,22 @@ func (tr *taskRunner) update(state string, events ...*structs.TaskEvent) {
 		tr.state.State = state
 	}
 	st := copyTaskState(tr.state)
-	var h *taskHandleState
-	if tr.handle != nil {
-		hc := *tr.handle
-		h = &hc
-	}
+	h := tr.handle.Copy()
 	tr.mu.Unlock()
 	tr.persist(st, h)
 	tr.notify()
 }
 
-// setHandle records (or, with nil, clears) the task's supervisor handle.
-func (tr *taskRunner) setHandle(h *taskHandleState) {
+// setHandle records (or, with nil, clears) the launch's handle.
+func (tr *taskRunner) setHandle(h *drivers.TaskHandle) {
 	tr.mu.Lock()
 	tr.handle = h
 	st := copyTaskState(tr.state)
 	tr.mu.Unlock()
-	tr.persist(st, h)
+	tr.persist(st, h.Copy())
 }
 
-func (tr *taskRunner) persist(st *structs.TaskState, h *taskHandleState) {
+func (tr *taskRunner) persist(st *structs.TaskState, h *drivers.TaskHandle) {
 	if err := tr.agent.state.PutTask(tr.alloc.ID, tr.task.Name, st, h); err != nil {
 		tr.logger.Error("persist task state", zap.Error(err))
 	}
@@ -225,25 +223,14 @@ func (tr *taskRunner) run(ctx context.Context) {
 		return
 	}
 
-	var h *supervisorHandle
-	var ended *exitRecord // an exit that happened while no agent watched
+	// attached: a launch of the task is under the driver's watch (it may
+	// have ended while no agent watched; waiting then says how).
+	attached := false
 	if hs := tr.restoredHandle; hs != nil {
-		var launched bool
-		h, ended, launched = reattachSupervisor(tr.taskDir.StateDir, hs)
-		switch {
-		case h != nil:
-			tr.logger.Info("re-attached to running task", zap.Int("pid", h.task.Pid), zap.Int("supervisor_pid", h.sup.Pid))
-			if tr.State().State != structs.TaskStateRunning {
-				tr.update(structs.TaskStateRunning, newTaskEvent(structs.TaskStarted))
-			}
-		case ended != nil:
-			tr.logger.Info("task ended while the agent was down", zap.Int("exit_code", ended.ExitCode), zap.Int("signal", ended.Signal))
-		case !launched:
-			tr.setHandle(nil)
-		}
+		attached = tr.recover(ctx, hs)
 	}
 
-	if h == nil && ended == nil && tr.gate != nil && tr.State().StartedAt.IsZero() {
+	if !attached && tr.gate != nil && tr.State().StartedAt.IsZero() {
 		select {
 		case <-tr.gate:
 		case <-tr.killCh:
@@ -254,7 +241,7 @@ func (tr *taskRunner) run(ctx context.Context) {
 		}
 	}
 	for {
-		if h == nil && ended == nil {
+		if !attached {
 			if tr.killRequested() {
 				tr.finishKilled(nil)
 				return
@@ -267,39 +254,32 @@ func (tr *taskRunner) run(ctx context.Context) {
 				}
 				tr.prestarted = true
 			}
-			var err error
-			h, err = tr.start()
-			if err != nil {
+			if err := tr.start(ctx); err != nil {
+				if ctx.Err() != nil {
+					return // the agent is stopping
+				}
 				tr.logger.Error("task failed to start", zap.Error(err))
-				var se *taskStartError
-				unrecoverable := errors.As(err, &se) && se.unrecoverable
 				tr.update("", driverFailureEvent(err))
-				dec, delay, reason := tr.restarts.next(false, unrecoverable)
+				dec, delay, reason := tr.restarts.next(false, drivers.IsUnrecoverable(err))
 				if !tr.afterRun(ctx, dec, delay, reason) {
 					return
 				}
 				continue
 			}
 		}
+		attached = false
 
-		ex := ended
-		ended = nil
-		if ex == nil {
-			var outcome watchOutcome
-			ex, outcome = tr.watch(ctx, h)
-			switch outcome {
-			case outcomeDetached:
-				tr.logger.Debug("agent shutting down, leaving task running")
-				return
-			case outcomeKilled:
-				return
-			}
+		ex, outcome := tr.watch(ctx)
+		switch outcome {
+		case outcomeDetached:
+			tr.logger.Debug("agent shutting down, leaving task running")
+			return
+		case outcomeKilled:
+			return
 		}
-		h = nil
-		tr.mu.Lock()
-		tr.handle = nil // persisted with the Terminated event below
-		tr.mu.Unlock()
-		tr.logger.Info("task exited", zap.Int("exit_code", ex.ExitCode), zap.Int("signal", ex.Signal), zap.String("error", ex.Err))
+		tr.releaseLaunch(false)
+		tr.logger.Info("task exited", zap.Int("exit_code", ex.ExitCode), zap.Int("signal", ex.Signal),
+			zap.Bool("oom_killed", ex.OOMKilled), zap.String("error", ex.Err))
 		tr.update("", terminatedEvent(ex))
 		tr.runExitedHooks(ex)
 		dec, delay, reason := tr.restarts.next(ex.Successful(), false)
@@ -307,6 +287,43 @@ func (tr *taskRunner) run(ctx context.Context) {
 			return
 		}
 	}
+}
+
+// recover hands the handle an earlier agent persisted back to its driver.
+// It reports whether the launch is under the driver's watch again (still
+// running, or ended while no agent watched); otherwise the handle is
+// cleared and the task starts as new.
+func (tr *taskRunner) recover(ctx context.Context, hs *drivers.TaskHandle) bool {
+	d := tr.agent.drivers[hs.Driver]
+	if d == nil {
+		tr.logger.Error("cannot re-attach: the task's driver is not enabled on this node", zap.String("driver", hs.Driver))
+		tr.update("", driverFailureEvent(fmt.Errorf("cannot re-attach: driver %q is not enabled on this node", hs.Driver)))
+		tr.setHandle(nil)
+		return false
+	}
+	if hs.Config == nil || hs.Config.StateDir == "" {
+		// A handle of an agent from before the driver interface: only
+		// the launch ID was kept; the directories are the task's own.
+		id := hs.ID()
+		hs.Config = tr.dirsConfig(id)
+	}
+	err := d.Recover(ctx, hs)
+	switch {
+	case err == nil:
+		tr.drv = d
+		tr.logger.Info("re-attached to task", zap.String("driver", d.Name()), zap.String("task_id", hs.ID()))
+		if tr.State().State != structs.TaskStateRunning {
+			tr.update(structs.TaskStateRunning, newTaskEvent(structs.TaskStarted))
+		}
+		return true
+	case errors.Is(err, drivers.ErrTaskNotFound):
+		tr.logger.Info("the earlier launch never started the task", zap.String("task_id", hs.ID()))
+	default:
+		tr.logger.Error("re-attach failed", zap.Error(err))
+		tr.update("", driverFailureEvent(fmt.Errorf("re-attach: %w", err)))
+	}
+	tr.setHandle(nil)
+	return false
 }
 
 // afterRun applies a restart decision. It returns true when the task is
@@ -334,101 +351,149 @@ func (tr *taskRunner) afterRun(ctx context.Context, dec restartDecision, delay t
 	}
 }
 
-// prestart runs the prestart hooks.
+// prestart finds the task's driver and runs the prestart hooks: the task
+// dir, then the task's environment.
 func (tr *taskRunner) prestart() error {
+	d := tr.agent.drivers[tr.task.Driver]
+	if d == nil {
+		return fmt.Errorf("driver %q is not enabled on this node", tr.task.Driver)
+	}
+	tr.drv = d
+	req := &taskPrestartRequest{
+		Alloc:        tr.alloc,
+		Task:         tr.task,
+		AllocDir:     tr.allocDir,
+		TaskDir:      tr.taskDir,
+		Node:         tr.agent.Node(),
+		Capabilities: d.Capabilities(),
+		HostEnv:      agentEnviron(),
+		Emit:         func(ev *structs.TaskEvent) { tr.update("", ev) },
+	}
+	resp := &taskPrestartResponse{}
 	for _, h := range tr.hooks {
 		if p, ok := h.(taskPrestartHook); ok {
-			if err := p.Prestart(tr); err != nil {
+			if err := p.Prestart(req, resp); err != nil {
 				return fmt.Errorf("%s: %w", h.Name(), err)
 			}
 		}
 	}
+	if resp.Env == nil {
+		return errors.New("no task environment was built")
+	}
+	tr.env = resp.Env
 	return nil
 }
 
-func (tr *taskRunner) runExitedHooks(ex *exitRecord) {
+func (tr *taskRunner) runExitedHooks(ex *drivers.ExitResult) {
 	for _, h := range tr.hooks {
 		if p, ok := h.(taskExitedHook); ok {
-			if err := p.Exited(tr, ex); err != nil {
+			if err := p.Exited(tr.task, ex); err != nil {
 				tr.logger.Warn("exited hook failed", zap.String("hook", h.Name()), zap.Error(err))
 			}
 		}
 	}
 }
 
-// start launches the task under a new supervisor.
-func (tr *taskRunner) start() (*supervisorHandle, error) {
-	runID := structs.GenerateUUID()
-	// The run ID is persisted before the supervisor exists, so that a
-	// restarted agent can find this launch's records.
-	tr.setHandle(&taskHandleState{RunID: runID})
-	spec := &supervisorSpec{
-		RunID:    runID,
-		Command:  tr.proc.Command,
-		Args:     tr.proc.Args,
-		Env:      tr.env.list(),
-		Dir:      tr.taskDir.Dir,
-		LogDir:   tr.allocDir.LogDir(),
-		LogBase:  tr.task.Name,
-		StateDir: tr.taskDir.StateDir,
+// dirsConfig is a launch config with only the ID and the task's
+// directories.
+func (tr *taskRunner) dirsConfig(id string) *drivers.TaskConfig {
+	return &drivers.TaskConfig{
+		ID:         id,
+		AllocID:    tr.alloc.ID,
+		Namespace:  tr.alloc.Namespace,
+		JobID:      tr.alloc.JobID,
+		TaskGroup:  tr.alloc.TaskGroup,
+		AllocName:  tr.alloc.Name,
+		Name:       tr.task.Name,
+		AllocDir:   tr.allocDir.Dir,
+		SharedDir:  tr.allocDir.SharedDir(),
+		LogDir:     tr.allocDir.LogDir(),
+		TaskDir:    tr.taskDir.Dir,
+		LocalDir:   tr.taskDir.LocalDir,
+		SecretsDir: tr.taskDir.SecretsDir,
+		TmpDir:     tr.taskDir.TmpDir,
+		StateDir:   tr.taskDir.StateDir,
 	}
-	spec.LogMaxFiles, spec.LogMaxFileBytes, spec.LogDisabled = logSettings(tr.task)
-	h, err := tr.agent.launcher.launch(spec)
+}
+
+// taskConfig is the driver's config of a new launch.
+func (tr *taskRunner) taskConfig(id string) *drivers.TaskConfig {
+	cfg := tr.dirsConfig(id)
+	cfg.Config = tr.env.interpolateConfig(tr.task.Config)
+	cfg.Env = tr.env.copyVars()
+	cfg.User = tr.task.User
+	if r := tr.task.Resources; r != nil {
+		cfg.Resources = drivers.Resources{CPU: r.CPU, MemoryMB: r.MemoryMB, MemoryMaxMB: r.MemoryMaxMB}
+	}
+	cfg.Logs.MaxFiles, cfg.Logs.MaxFileBytes, cfg.Logs.Disabled = logSettings(tr.task)
+	cfg.Events = func(msg string) { tr.update("", driverMessageEvent(msg)) }
+	return cfg
+}
+
+// start launches the task through its driver.
+func (tr *taskRunner) start(ctx context.Context) error {
+	cfg := tr.taskConfig(structs.GenerateUUID())
+	// The launch's handle is persisted before the driver starts it, so
+	// that a restarted agent can find what this launch left.
+	tr.setHandle(&drivers.TaskHandle{Version: drivers.TaskHandleVersion, Driver: tr.drv.Name(), Config: cfg})
+	h, err := tr.drv.Start(ctx, cfg)
 	if err != nil {
 		tr.setHandle(nil)
-		return nil, err
+		return err
 	}
 	tr.mu.Lock()
-	tr.handle = &taskHandleState{
-		RunID:                runID,
-		SupervisorPid:        h.sup.Pid,
-		SupervisorStartTicks: h.sup.StartTicks,
-		TaskPid:              h.task.Pid,
-		TaskStartTicks:       h.task.StartTicks,
-		StartedAt:            h.task.StartedAt,
-	}
+	tr.handle = h
 	tr.mu.Unlock()
-	tr.logger.Info("task started", zap.Int("pid", h.task.Pid), zap.Int("supervisor_pid", h.sup.Pid))
+	tr.logger.Info("task started", zap.String("driver", tr.drv.Name()), zap.String("task_id", cfg.ID))
 	tr.update(structs.TaskStateRunning, newTaskEvent(structs.TaskStarted))
 	for _, hk := range tr.hooks {
 		if p, ok := hk.(taskPoststartHook); ok {
-			if err := p.Poststart(tr, h); err != nil {
+			if err := p.Poststart(tr.task, h); err != nil {
 				tr.logger.Warn("poststart hook failed", zap.String("hook", hk.Name()), zap.Error(err))
 			}
 		}
 	}
-	return h, nil
+	return nil
+}
+
+// handleID is the current launch's task ID, "" when none.
+func (tr *taskRunner) handleID() string {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.handle.ID()
 }
 
 // watch waits for the task to end, for a kill request, or for ctx.
-func (tr *taskRunner) watch(ctx context.Context, h *supervisorHandle) (*exitRecord, watchOutcome) {
+func (tr *taskRunner) watch(ctx context.Context) (*drivers.ExitResult, watchOutcome) {
 	wctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	exitCh := make(chan *exitRecord, 1)
-	go func() {
-		if ex, err := h.wait(wctx); err == nil {
-			exitCh <- ex
-		}
-	}()
+	exitCh, err := tr.drv.Wait(wctx, tr.handleID())
+	if err != nil {
+		return &drivers.ExitResult{ExitCode: -1, Err: "lost the task: " + err.Error(), ExitedAt: time.Now()}, outcomeExited
+	}
 	select {
-	case ex := <-exitCh:
+	case ex, ok := <-exitCh:
+		if !ok || ex == nil {
+			ex = &drivers.ExitResult{ExitCode: -1, Err: "the driver stopped watching the task", ExitedAt: time.Now()}
+		}
 		return ex, outcomeExited
 	case <-tr.killCh:
-		tr.finishKilled(tr.killProcess(h, exitCh))
+		tr.finishKilled(tr.killTask(exitCh))
 		return nil, outcomeKilled
 	case <-ctx.Done():
 		return nil, outcomeDetached
 	}
 }
 
-// killProcess stops a running task: the kill signal to its process group,
-// then SIGKILL after the kill timeout. It returns how the task ended (nil
-// if that could not be learned).
-func (tr *taskRunner) killProcess(h *supervisorHandle, exitCh <-chan *exitRecord) *exitRecord {
-	sig, err := parseSignal(tr.task.KillSignal)
+// killTask stops a running task: after the shutdown delay, the driver
+// sends the kill signal and kills the task after the kill timeout. It
+// returns how the task ended (nil if that could not be learned).
+func (tr *taskRunner) killTask(exitCh <-chan *drivers.ExitResult) *drivers.ExitResult {
+	signal := tr.task.KillSignal
+	sig, err := drivers.ParseSignal(signal)
 	if err != nil {
 		tr.logger.Warn("bad kill_signal, using SIGINT", zap.Error(err))
-		sig = unix.SIGINT
+		sig, signal = unix.SIGINT, "SIGINT"
 	}
 	timeout := tr.task.KillTimeout
 	if timeout <= 0 {
@@ -445,33 +510,33 @@ func (tr *taskRunner) killProcess(h *supervisorHandle, exitCh <-chan *exitRecord
 		case <-time.After(delay):
 		}
 	}
-	tr.update("", tr.takeKillEvent(), killingEvent(unix.SignalName(sig), timeout))
-	tr.logger.Info("killing task", zap.String("signal", unix.SignalName(sig)), zap.Duration("kill_timeout", timeout))
-	if err := h.signalTask(sig); err != nil {
-		tr.logger.Warn("signal task", zap.Error(err))
-	}
-	select {
-	case ex := <-exitCh:
-		return ex
-	case <-time.After(timeout):
-	}
-	tr.logger.Info("task did not stop within its kill timeout, sending SIGKILL")
-	if err := h.signalTask(unix.SIGKILL); err != nil {
-		tr.logger.Warn("signal task", zap.Error(err))
+	tr.update("", tr.takeKillEvent(), killingEvent(drivers.SignalName(sig), timeout))
+	tr.logger.Info("killing task", zap.String("signal", drivers.SignalName(sig)), zap.Duration("kill_timeout", timeout))
+	if err := tr.drv.Stop(context.Background(), tr.handleID(), timeout, signal); err != nil {
+		tr.logger.Error("stop task", zap.Error(err))
 	}
 	select {
 	case ex := <-exitCh:
 		return ex
 	case <-time.After(forceKillWait):
-	}
-	tr.logger.Warn("task supervisor did not exit after SIGKILL, killing it")
-	h.killSupervisor()
-	select {
-	case ex := <-exitCh:
-		return ex
-	case <-time.After(forceKillWait):
-		tr.logger.Error("task supervisor still running after SIGKILL")
+		tr.logger.Error("task not reported gone after its kill")
 		return nil
+	}
+}
+
+// releaseLaunch has the driver release the current launch (its records,
+// cgroups, container) and forgets its handle. force kills a launch still
+// running.
+func (tr *taskRunner) releaseLaunch(force bool) {
+	tr.mu.Lock()
+	id := tr.handle.ID()
+	tr.handle = nil // persisted with the next update
+	tr.mu.Unlock()
+	if id == "" || tr.drv == nil {
+		return
+	}
+	if err := tr.drv.Destroy(context.Background(), id, force); err != nil {
+		tr.logger.Warn("release task", zap.String("task_id", id), zap.Error(err))
 	}
 }
 
@@ -487,7 +552,7 @@ func (tr *taskRunner) shutdownDelay() time.Duration {
 }
 
 // finishKilled records the end of a killed task.
-func (tr *taskRunner) finishKilled(ex *exitRecord) {
+func (tr *taskRunner) finishKilled(ex *drivers.ExitResult) {
 	var events []*structs.TaskEvent
 	if pre := tr.takeKillEvent(); pre != nil {
 		events = append(events, pre)
@@ -497,12 +562,10 @@ func (tr *taskRunner) finishKilled(ex *exitRecord) {
 	}
 	events = append(events, newTaskEvent(structs.TaskKilled))
 	tr.logger.Info("task killed")
-	tr.mu.Lock()
-	tr.handle = nil
-	tr.mu.Unlock()
+	tr.releaseLaunch(true)
 	for _, h := range tr.hooks {
 		if p, ok := h.(taskStopHook); ok {
-			if err := p.Stop(tr); err != nil {
+			if err := p.Stop(tr.task); err != nil {
 				tr.logger.Warn("stop hook failed", zap.String("hook", h.Name()), zap.Error(err))
 			}
 		}

@@ -1,44 +1,73 @@
 package nodeagent
 
 import (
-	"fmt"
-
+	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
 )
 
+// A task's life, as the task runner drives it through its driver:
+//
+//	received ─▶ prestart hooks (task dir, environment)
+//	    ─▶ driver.Start ─▶ poststart hooks ─▶ driver.Wait ─▶ exited hooks
+//	    ─▶ restart policy: again (driver.Start) or dead
+//	kill: shutdown delay ─▶ driver.Stop (signal, kill after the timeout)
+//	    ─▶ stop hooks ─▶ dead
+//	agent restart: driver.Recover(handle) ─▶ driver.Wait ...
+//
 // taskHook is one step of a task's life. A hook implements one or more of
 // the hook-point interfaces below; the task runner calls them in list
-// order at fixed points: the task dir, then the task's environment and
-// command line. (Log rotation lives in the task supervisor, which owns the
-// task's output; lifecycle ordering is the alloc runner's gates.)
+// order at fixed points. (Log rotation belongs to the drivers, which own
+// the task's output; lifecycle ordering is the alloc runner's gates.)
 type taskHook interface {
 	Name() string
+}
+
+// taskPrestartRequest is what a prestart hook is told.
+type taskPrestartRequest struct {
+	Alloc    *structs.Allocation
+	Task     *structs.Task
+	AllocDir AllocDir
+	TaskDir  TaskDir
+	Node     *structs.Node
+	// Capabilities are the task driver's: its filesystem isolation
+	// decides the paths in the task's environment.
+	Capabilities drivers.Capabilities
+	// HostEnv is the agent's environment.
+	HostEnv []string
+	// Emit records a task event.
+	Emit func(*structs.TaskEvent)
+}
+
+// taskPrestartResponse is what prestart hooks hand back.
+type taskPrestartResponse struct {
+	// Env is the task's environment (task_env).
+	Env *taskEnv
 }
 
 // taskPrestartHook runs before the task's first start in this runner. An
 // error fails the task (Setup Failure).
 type taskPrestartHook interface {
 	taskHook
-	Prestart(tr *taskRunner) error
+	Prestart(req *taskPrestartRequest, resp *taskPrestartResponse) error
 }
 
-// taskPoststartHook runs after each start.
+// taskPoststartHook runs after each start, with the launch's handle.
 type taskPoststartHook interface {
 	taskHook
-	Poststart(tr *taskRunner, h *supervisorHandle) error
+	Poststart(task *structs.Task, h *drivers.TaskHandle) error
 }
 
 // taskExitedHook runs after each exit of the task, before the restart
 // decision.
 type taskExitedHook interface {
 	taskHook
-	Exited(tr *taskRunner, ex *exitRecord) error
+	Exited(task *structs.Task, ex *drivers.ExitResult) error
 }
 
 // taskStopHook runs when the task is killed.
 type taskStopHook interface {
 	taskHook
-	Stop(tr *taskRunner) error
+	Stop(task *structs.Task) error
 }
 
 // taskDirHook builds the task's directories.
@@ -46,34 +75,19 @@ type taskDirHook struct{}
 
 func (*taskDirHook) Name() string { return "task_dir" }
 
-func (*taskDirHook) Prestart(tr *taskRunner) error {
-	ev := newTaskEvent(structs.TaskSetup)
-	tr.update("", ev)
-	td, err := tr.allocDir.BuildTask(tr.task.Name)
-	if err != nil {
-		return err
-	}
-	tr.taskDir = td
-	return nil
+func (*taskDirHook) Prestart(req *taskPrestartRequest, _ *taskPrestartResponse) error {
+	req.Emit(newTaskEvent(structs.TaskSetup))
+	_, err := req.AllocDir.BuildTask(req.Task.Name)
+	return err
 }
 
-// taskEnvHook builds the task's environment and asks its driver for the
-// command line.
+// taskEnvHook builds the task's environment, with the directories' paths
+// as the task sees them.
 type taskEnvHook struct{}
 
 func (*taskEnvHook) Name() string { return "task_env" }
 
-func (*taskEnvHook) Prestart(tr *taskRunner) error {
-	d := tr.agent.drivers[tr.task.Driver]
-	if d == nil {
-		return fmt.Errorf("driver %q is not enabled on this node", tr.task.Driver)
-	}
-	tr.drv = d
-	tr.env = buildTaskEnv(tr.alloc, tr.task, tr.allocDir, tr.taskDir, tr.agent.Node(), agentEnviron())
-	proc, err := d.Prepare(tr.task, tr.env)
-	if err != nil {
-		return err
-	}
-	tr.proc = proc
+func (*taskEnvHook) Prestart(req *taskPrestartRequest, resp *taskPrestartResponse) error {
+	resp.Env = buildTaskEnv(req.Alloc, req.Task, req.AllocDir, req.TaskDir, req.Node, req.HostEnv, req.Capabilities.FSIsolation)
 	return nil
 }

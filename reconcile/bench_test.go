@@ -12,8 +12,24 @@ import (
 // allocs (on N/10 nodes) all need a destructive update, max_parallel 10:
 // the biggest single decision a rolling update asks of the reconciler.
 //
+// The scale-up case is a new job of count 5,000 with no alloc yet: every
+// name is placed, the shape where the cost per placement (its name and
+// record) is the whole cost.
+//
 //	go test -run '^$' -bench BenchmarkReconcile -benchmem -cpu 1 ./reconcile/
 func BenchmarkReconcile(b *testing.B) {
+	b.Run("scaleup=5000", func(b *testing.B) {
+		in := benchInput(5000, 500)
+		in.Allocs = nil
+		b.ReportAllocs()
+		b.ResetTimer()
+		for b.Loop() {
+			res := Reconcile(in)
+			if len(res.Place) != 5000 {
+				b.Fatalf("placements: %d", len(res.Place))
+			}
+		}
+	})
 	for _, n := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("allocs=%d", n), func(b *testing.B) {
 			in := benchInput(n, n/10)

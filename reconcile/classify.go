@@ -81,11 +81,13 @@ func (g *groupRun) splitByNode(s allocSet) nodeSplit {
 		}
 
 		if a.TerminalStatus() && !reconnect {
-			if supports {
+			if supports && a.ServerTerminalStatus() {
 				// Most likely the stopped replacement of a disconnected
-				// alloc: nothing to do, but counted as ignored. (Nomad
-				// 1.6 ignores every terminal alloc of such a group, so
-				// its failed allocs are not rescheduled.)
+				// alloc: nothing to do, but counted as ignored. Allocs
+				// that ended on their own (complete, failed) count as
+				// for any group. (Nomad 1.6 ignores every terminal alloc
+				// of such a group: its failed allocs are not
+				// rescheduled and its finished batch allocs run again.)
 				t.ignore.add(p)
 			} else {
 				t.untainted.add(p)
@@ -258,10 +260,13 @@ func (g *groupRun) reschedulable(ai *allocInfo, disconnecting bool) (now, later 
 // pickReconnects decides about reconnecting allocs. Failed ones are stopped
 // as failed; ones the server no longer wants (stopped, asked to move, or of
 // an older job version) are stopped. For the others, the alloc and its
-// replacement (NextAllocation, unless already stopped) are compared with
-// pickReconnectingAlloc and the loser is stopped, except a failed
-// replacement, which is already gone. It returns the reconnecting allocs
-// to keep and every alloc stopped here.
+// live replacement are compared with pickReconnectingAlloc and the loser
+// is stopped, except a failed replacement, which is already gone. The
+// live replacement is found by following NextAllocation past the
+// replacements the server already stopped (a replacement that failed and
+// was itself replaced): Nomad 1.6 looks only at the direct replacement,
+// keeps both, and then stops other names as surplus. It returns the
+// reconnecting allocs to keep and every alloc stopped here.
 func (g *groupRun) pickReconnects() (reconnect, stop allocSet) {
 	job := g.r.job
 	stop = g.newSet()
@@ -279,8 +284,8 @@ func (g *groupRun) pickReconnects() (reconnect, stop allocSet) {
 			g.stopAlloc(p, "", StatusAllocNotNeeded, "")
 			continue
 		}
-		q, ok := g.position(a.NextAllocation)
-		if a.NextAllocation == "" || !ok || !g.all.has(q) || g.allocs[q].alloc.ServerTerminalStatus() {
+		q, ok := g.liveReplacement(a)
+		if !ok {
 			continue
 		}
 		replacement := g.allocs[q]
@@ -295,6 +300,27 @@ func (g *groupRun) pickReconnects() (reconnect, stop allocSet) {
 		}
 	}
 	return g.reconnecting.minus(stop), stop
+}
+
+// liveReplacement follows a's NextAllocation chain within the group's
+// allocs still under consideration, past replacements the server already
+// stopped, and returns the position of the first one that is not
+// server-terminal. It stops at a missing link or a loop.
+func (g *groupRun) liveReplacement(a *structs.Allocation) (int, bool) {
+	seen := map[string]bool{a.ID: true}
+	for id := a.NextAllocation; id != "" && !seen[id]; {
+		seen[id] = true
+		q, ok := g.position(id)
+		if !ok || !g.all.has(q) {
+			return 0, false
+		}
+		next := g.allocs[q].alloc
+		if !next.ServerTerminalStatus() {
+			return q, true
+		}
+		id = next.NextAllocation
+	}
+	return 0, false
 }
 
 // pickReconnectingAlloc chooses between a reconnecting alloc and its

@@ -180,12 +180,13 @@ func (g *groupRun) placeCanaries() {
 		}
 	}
 	destructive := slices.Compact(g.indexes(g.destructive))
-	for _, i := range g.names.nextCanaries(uint(g.desired.Canary), existing, destructive) {
-		r.res.Place = append(r.res.Place, &Placement{
-			Name:      structs.AllocName(r.jobID, g.name, i),
-			TaskGroup: g.tg,
-			Canary:    true,
-		})
+	indexes := g.names.nextCanaries(uint(g.desired.Canary), existing, destructive)
+	names := newAllocNames(r.jobID, g.name, indexes)
+	slab := make([]Placement, len(indexes))
+	r.res.Place = slices.Grow(r.res.Place, len(indexes))
+	for k, i := range indexes {
+		slab[k] = Placement{Name: names.next(i), TaskGroup: g.tg, Canary: true}
+		r.res.Place = append(r.res.Place, &slab[k])
 	}
 }
 
@@ -253,36 +254,49 @@ func (g *groupRun) rolloutLimit() int {
 // allocs while the group is short, then new allocs with the lowest free
 // names. Replacements keep the name, canary flag and job version of what
 // they replace.
+//
+// The placements live in one slab and their new names in one string
+// (allocNames): a scale-up of n costs a handful of allocations, not n.
 func (g *groupRun) computePlacements() []*Placement {
-	var place []*Placement
-	for p := range g.rescheduleNow.ascending() {
-		place = append(place, g.replacement(p, true, false))
-	}
 	existing := g.untainted.len() + g.migrate.len() + g.rescheduleNow.len()
+	lost := min(g.lost.len(), max(g.count-existing, 0))
+	var fresh []uint
+	if existing+lost < g.count {
+		fresh = g.names.next(uint(g.count - existing - lost))
+	}
+	slab := make([]Placement, g.rescheduleNow.len()+lost+len(fresh))
+	place := make([]*Placement, len(slab))
+	k := 0
+	for p := range g.rescheduleNow.ascending() {
+		slab[k] = g.replacement(p, true, false)
+		k++
+	}
 	for p := range g.lost.ascending() {
-		if existing >= g.count {
+		if lost == 0 {
 			break
 		}
-		existing++
-		place = append(place, g.replacement(p, false, true))
+		lost--
+		slab[k] = g.replacement(p, false, true)
+		k++
 	}
-	if existing < g.count {
-		for _, i := range g.names.next(uint(g.count - existing)) {
-			place = append(place, &Placement{
-				Name:               structs.AllocName(g.r.jobID, g.name, i),
-				TaskGroup:          g.tg,
-				DowngradeNonCanary: g.isCanarying,
-			})
+	if len(fresh) > 0 {
+		names := newAllocNames(g.r.jobID, g.name, fresh)
+		for _, i := range fresh {
+			slab[k] = Placement{Name: names.next(i), TaskGroup: g.tg, DowngradeNonCanary: g.isCanarying}
+			k++
 		}
+	}
+	for k := range slab {
+		place[k] = &slab[k]
 	}
 	return place
 }
 
-// replacement places an alloc that takes over from the one at p.
-func (g *groupRun) replacement(p int, reschedule, lost bool) *Placement {
+// replacement describes an alloc that takes over from the one at p.
+func (g *groupRun) replacement(p int, reschedule, lost bool) Placement {
 	ai := g.allocs[p]
 	canary := ai.alloc.DeploymentStatus.IsCanary()
-	return &Placement{
+	return Placement{
 		Name:               ai.alloc.Name,
 		TaskGroup:          g.tg,
 		Canary:             canary,
@@ -295,27 +309,28 @@ func (g *groupRun) replacement(p int, reschedule, lost bool) *Placement {
 }
 
 // applyPlacements commits the computed placements. When the deployment
-// allows placements (ready), all of them go ahead, failed allocs being
-// rescheduled are stopped, and the placements use up the rollout limit,
-// whose rest is returned. Otherwise only what avoids a degraded group goes
-// ahead: as many placements as there are lost allocs (taken from the front
-// of the list, as Nomad does), and the replacements of rescheduled allocs
-// that are not part of the failed deployment (stopping the failed alloc
-// unless it is disconnecting).
+// allows placements (ready), all of them go ahead, the allocs being
+// rescheduled are stopped for their replacements, and the placements use
+// up the rollout limit, whose rest is returned. Otherwise only what avoids
+// a degraded group goes ahead: as many placements as there are lost allocs
+// (taken from the front of the list, as Nomad does), and the replacements
+// of rescheduled allocs that are not part of the failed deployment (with
+// the stop of what they replace).
+//
+// A rescheduled alloc is stopped only together with its replacement (see
+// Stop.ForPlacement): while a pending stop_after_client_disconnect holds
+// back the group's placements it is not stopped either (Nomad 1.6 stops
+// it anyway, and its name is later placed again without its history).
 func (g *groupRun) applyPlacements(ready bool, limit int) int {
 	r := g.r
 	if ready {
-		failed := g.newSet()
-		for p := range g.rescheduleNow.ascending() {
-			a := g.allocs[p].alloc
-			if _, disconnecting := r.res.DisconnectUpdates[a.ID]; !disconnecting && a.ClientStatus != structs.AllocClientStatusUnknown {
-				failed.add(p)
-			}
-		}
 		g.desired.Place += uint64(len(g.place))
 		r.res.Place = append(r.res.Place, g.place...)
-		g.stopEach(failed, "", StatusAllocRescheduled)
-		g.desired.Stop += uint64(failed.len())
+		for _, p := range g.place {
+			if p.Reschedule && p.PreviousAlloc.ClientStatus != structs.AllocClientStatusUnknown {
+				g.stopForReplacement(p)
+			}
+		}
 		return limit - min(len(g.place), limit)
 	}
 
@@ -335,13 +350,22 @@ func (g *groupRun) applyPlacements(ready bool, limit int) int {
 		}
 		r.res.Place = append(r.res.Place, p)
 		g.desired.Place++
-		if _, disconnecting := r.res.DisconnectUpdates[prev.ID]; disconnecting {
-			continue
-		}
-		r.res.Stop = append(r.res.Stop, &Stop{Alloc: prev, StatusDescription: StatusAllocRescheduled})
-		g.desired.Stop++
+		g.stopForReplacement(p)
 	}
 	return limit
+}
+
+// stopForReplacement stops the alloc that the rescheduling placement p
+// replaces, tied to p, unless the alloc is disconnecting (its node is
+// away: it becomes unknown instead).
+func (g *groupRun) stopForReplacement(p *Placement) {
+	r := g.r
+	prev := p.PreviousAlloc
+	if _, disconnecting := r.res.DisconnectUpdates[prev.ID]; disconnecting {
+		return
+	}
+	r.res.Stop = append(r.res.Stop, &Stop{Alloc: prev, StatusDescription: StatusAllocRescheduled, ForPlacement: p})
+	g.desired.Stop++
 }
 
 // destructiveUpdates replaces up to limit of the allocs that need a
@@ -374,8 +398,121 @@ func (g *groupRun) migrations() {
 	for p := range g.migrate.ascending() {
 		g.stopAlloc(p, "", StatusAllocMigrating, "")
 		pl := g.replacement(p, false, false)
-		res.Place = append(res.Place, pl)
+		res.Place = append(res.Place, &pl)
 	}
+}
+
+// renameDuplicates gives a replacement a free name when its name stays
+// in use by another alloc of the group, so that after the changes each
+// name is live once: a replacement (destructive update, reschedule, lost
+// or migration) normally takes the name of what it replaces, but that
+// alloc may share its name with another that stays (a promoted canary, or
+// duplicates left by an earlier scale change), or with an earlier
+// replacement of this run. The names that conflict are those of the
+// untainted allocs not replaced now. While canaries wait for promotion
+// they share names with what they will replace by design: they are not
+// renamed and do not conflict. An alloc whose node is away (unknown) keeps
+// sharing its name with its replacement, as in Nomad. A free name is one
+// below the count that no alloc of the group keeps or takes (canaries and
+// unknown allocs included); without one the name is kept.
+//
+// Nomad 1.6's reconciler keeps the duplicate names (its generic scheduler
+// renames some of them at placement); drover decides names here.
+func (g *groupRun) renameDuplicates() {
+	r := g.r
+	if !g.sharedNames() {
+		return // each replacement's name is its own: nothing can clash
+	}
+	places := r.res.Place[g.placeFrom:]
+	destructive := r.res.DestructiveUpdate[g.destructiveFrom:]
+	replaced := map[string]bool{}
+	for _, p := range places {
+		if p.PreviousAlloc != nil {
+			replaced[p.PreviousAlloc.ID] = true
+		}
+	}
+	for _, d := range destructive {
+		replaced[d.StopAlloc.ID] = true
+	}
+	if len(replaced) == 0 {
+		return
+	}
+	// held: names that a replacement must not take again; used: names
+	// that are not free.
+	held, used := map[uint]bool{}, map[uint]bool{}
+	for p := range g.untainted.plus(g.canaries).ascending() {
+		ai := g.allocs[p]
+		if replaced[ai.alloc.ID] || !ai.generated {
+			continue
+		}
+		used[ai.index] = true
+		if ai.alloc.ClientStatus != structs.AllocClientStatusUnknown && !(g.isCanarying && g.canaries.has(p)) {
+			held[ai.index] = true
+		}
+	}
+	for _, p := range places {
+		if p.PreviousAlloc == nil {
+			if i, ok := g.placementIndex(p.Name); ok {
+				used[i] = true
+			}
+		}
+	}
+	// First every replacement whose name no other alloc keeps takes it
+	// (the first of duplicates wins); then the others take free names.
+	var clash []*string
+	claim := func(name *string) {
+		if i, ok := g.placementIndex(*name); ok {
+			if held[i] {
+				clash = append(clash, name)
+				return
+			}
+			held[i], used[i] = true, true
+		}
+	}
+	for _, p := range places {
+		if p.PreviousAlloc != nil && !(p.Canary && g.isCanarying) {
+			claim(&p.Name)
+		}
+	}
+	for _, d := range destructive {
+		claim(&d.PlaceName)
+	}
+	free := uint(0)
+	for _, name := range clash {
+		for free < uint(g.count) && used[free] {
+			free++
+		}
+		if free >= uint(g.count) {
+			return
+		}
+		used[free] = true
+		*name = structs.AllocName(r.jobID, g.name, free)
+	}
+}
+
+// sharedNames reports whether two of the allocs that keep or pass on a
+// name (untainted, canaries, migrating, rescheduled, lost) share one. The
+// allocs are in name order, so duplicates are neighbours.
+func (g *groupRun) sharedNames() bool {
+	last, seen := uint(0), false
+	for p := range g.untainted.plus(g.canaries, g.migrate, g.rescheduleNow, g.lost).ascending() {
+		ai := g.allocs[p]
+		if !ai.generated {
+			continue
+		}
+		if seen && ai.index == last {
+			return true
+		}
+		last, seen = ai.index, true
+	}
+	return false
+}
+
+// placementIndex returns the index of a name the group generates, and
+// whether name is one.
+func (g *groupRun) placementIndex(name string) (uint, bool) {
+	i := parseNameIndex(name, g.r.jobID, g.name)
+	return i, isGeneratedName(name, g.r.jobID, g.name, i)
 }
 
 // maybeCreateDeployment attaches the group to a deployment when it has an

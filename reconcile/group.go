@@ -40,6 +40,8 @@ type groupRun struct {
 	followupCount int // follow-up evals created so far (their rank)
 
 	names            *nameIndex
+	placeFrom        int // the group's first entry in Result.Place
+	destructiveFrom  int // the group's first entry in Result.DestructiveUpdate
 	isCanarying      bool
 	requiresCanaries bool
 	inplace          allocSet
@@ -55,6 +57,7 @@ func (g *groupRun) reconcile() bool {
 	g.desired = r.counters(g.name)
 	g.tg = r.job.LookupTaskGroup(g.name)
 	g.all = g.everything()
+	g.placeFrom, g.destructiveFrom = len(r.res.Place), len(r.res.DestructiveUpdate)
 	if g.tg == nil {
 		// The group was removed from the job: everything goes.
 		g.desired.Stop = g.stopAll(g.all)
@@ -90,6 +93,7 @@ func (g *groupRun) reconcile() bool {
 	// What must come, within what the deployment allows.
 	g.placeAndReplace()
 	g.migrations()
+	g.renameDuplicates()
 
 	// Where the deployment stands.
 	g.maybeCreateDeployment()
@@ -244,7 +248,11 @@ func (g *groupRun) ignoreOldTerminalBatchAllocs() {
 // and of a failed current one: they were placed for a rollout that will not
 // happen. It then collects the current deployment's canaries; those on
 // draining or lost nodes are stopped (not counted: canaries come and go
-// during a deployment) and the rest are g.canaries.
+// during a deployment) and the rest are g.canaries. A canary that is
+// already terminal and was asked to migrate has been moved away (its
+// replacement is a canary of its own): it is set aside, neither stopped
+// again nor counted. (Nomad 1.6 counts it as a live canary, so a drained
+// canary is never replaced and the deployment can never be promoted.)
 func (g *groupRun) stopUnneededCanaries() {
 	r := g.r
 	var ids []string
@@ -272,7 +280,15 @@ func (g *groupRun) stopUnneededCanaries() {
 	}
 	ids = ids[:0]
 	collect(r.deployment, false)
-	t := g.splitByNode(g.withIDs(g.all, ids))
+	current := g.withIDs(g.all, ids)
+	moved := g.newSet()
+	for p := range current.ascending() {
+		if a := g.allocs[p].alloc; a.TerminalStatus() && a.DesiredTransition.ShouldMigrate() {
+			moved.add(p)
+		}
+	}
+	g.all = g.all.minus(moved)
+	t := g.splitByNode(current.minus(moved))
 	g.stopEach(t.migrate, "", StatusAllocMigrating)
 	g.stopEach(t.lost, structs.AllocClientStatusLost, StatusAllocLost)
 	g.canaries = t.untainted

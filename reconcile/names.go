@@ -3,6 +3,7 @@ package reconcile
 import (
 	"math/bits"
 	"slices"
+	"strings"
 )
 
 // nameIndex records which name indexes of a group are taken, to pick the
@@ -115,7 +116,22 @@ func (ni *nameIndex) highest(n uint) []uint {
 // use (Nomad's behaviour: placing beyond the count reuses low names).
 func (ni *nameIndex) next(n uint) []uint {
 	out := make([]uint, 0, n)
-	for i := uint(0); i < ni.scanEnd() && uint(len(out)) < n; i++ {
+	end := ni.scanEnd()
+	// Free indexes in the bitmap, a word at a time.
+	denseEnd := min(end, uint(len(ni.dense))*64)
+	for w := uint(0); w*64 < denseEnd && uint(len(out)) < n; w++ {
+		free := ^ni.dense[w]
+		if rest := denseEnd - w*64; rest < 64 {
+			free &= 1<<rest - 1
+		}
+		for free != 0 && uint(len(out)) < n {
+			b := uint(bits.TrailingZeros64(free))
+			free &^= 1 << b
+			ni.dense[w] |= 1 << b
+			out = append(out, w*64+b)
+		}
+	}
+	for i := denseEnd; i < end && uint(len(out)) < n; i++ {
 		if !ni.has(i) {
 			out = append(out, i)
 			ni.set(i)
@@ -165,4 +181,92 @@ func (ni *nameIndex) nextCanaries(n uint, existing map[uint]bool, destructive []
 		out = append(out, i)
 	}
 	return out
+}
+
+// allocNames formats the names job.group[index] of one group's new
+// placements back to back into one buffer, so that a scale-up of n
+// placements costs one allocation for all its names instead of one or two
+// per name (structs.AllocName concatenates, and formats indexes of 100 and
+// more into a string of their own). Each name is a substring of the
+// buffer: a strings.Builder never rewrites the bytes it has handed out.
+// Consecutive indexes, the common case, are counted up in place rather than
+// formatted from scratch.
+type allocNames struct {
+	prefix string // "job.group["
+	b      strings.Builder
+	index  decimal
+}
+
+// newAllocNames prepares the names of indexes (as nameIndex.next returns
+// them): room for all of them is reserved up front.
+func newAllocNames(jobID, group string, indexes []uint) *allocNames {
+	n := &allocNames{prefix: jobID + "." + group + "["}
+	widest := uint(0)
+	for _, i := range indexes {
+		widest = max(widest, i)
+	}
+	n.b.Grow(len(indexes) * (len(n.prefix) + decimalDigits(widest) + 1))
+	return n
+}
+
+// next returns structs.AllocName(jobID, group, i).
+func (n *allocNames) next(i uint) string {
+	n.index.set(i)
+	start := n.b.Len()
+	n.b.WriteString(n.prefix)
+	n.b.Write(n.index.digits())
+	n.b.WriteByte(']')
+	return n.b.String()[start:]
+}
+
+// decimal is an unsigned number with its base-10 digits, which set keeps
+// up to date cheaply when the number only grows by one.
+type decimal struct {
+	value uint
+	buf   [20]byte // digits right-aligned: buf[start:]
+	start int      // 0 until the first set
+}
+
+// set makes the number i.
+func (d *decimal) set(i uint) {
+	switch {
+	case d.start != 0 && i == d.value:
+	case d.start != 0 && i == d.value+1:
+		d.increment()
+	default:
+		d.start = len(d.buf)
+		for v := i; ; v /= 10 {
+			d.start--
+			d.buf[d.start] = byte('0' + v%10)
+			if v < 10 {
+				break
+			}
+		}
+	}
+	d.value = i
+}
+
+// increment adds one to the digits, carrying.
+func (d *decimal) increment() {
+	for p := len(d.buf) - 1; p >= d.start; p-- {
+		if d.buf[p] != '9' {
+			d.buf[p]++
+			return
+		}
+		d.buf[p] = '0'
+	}
+	d.start--
+	d.buf[d.start] = '1'
+}
+
+// digits returns the number in base 10.
+func (d *decimal) digits() []byte { return d.buf[d.start:] }
+
+// decimalDigits is the length of i in base 10.
+func decimalDigits(i uint) int {
+	n := 1
+	for ; i >= 10; i /= 10 {
+		n++
+	}
+	return n
 }

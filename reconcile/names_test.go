@@ -1,8 +1,11 @@
 package reconcile
 
 import (
+	"math/rand/v2"
 	"slices"
 	"testing"
+
+	"github.com/drover-sched/drover/structs"
 )
 
 func TestNameIndex(t *testing.T) {
@@ -114,5 +117,69 @@ func TestParseNames(t *testing.T) {
 		if i != c.index || isGeneratedName(c.name, "example", "web", i) != c.generated {
 			t.Errorf("%s: index %d generated %v", c.name, i, isGeneratedName(c.name, "example", "web", i))
 		}
+	}
+}
+
+func TestAllocNamesMatchAllocName(t *testing.T) {
+	indexes := []uint{0, 1, 2, 9, 10, 11, 99, 100, 7, 7, 998, 999, 1000, 1001, 5, 1 << 40, 1<<40 + 1, 9999, 10000}
+	names := newAllocNames("my.job", "web", indexes)
+	got := make([]string, len(indexes))
+	for k, i := range indexes {
+		got[k] = names.next(i)
+	}
+	for k, i := range indexes {
+		if want := structs.AllocName("my.job", "web", i); got[k] != want {
+			t.Errorf("index %d: %q, want %q", i, got[k], want)
+		}
+	}
+}
+
+func TestNameIndexNextMatchesScan(t *testing.T) {
+	rng := rand.New(rand.NewPCG(1, 2))
+	for trial := range 500 {
+		count := rng.IntN(200)
+		var taken []uint
+		for range rng.IntN(150) {
+			i := uint(rng.IntN(260))
+			if rng.IntN(20) == 0 {
+				i += 1 << 20 // a sparse index
+			}
+			taken = append(taken, i)
+		}
+		n := uint(rng.IntN(count + 20))
+		got := newNameIndex(count, taken).next(n)
+		// The reference: one index at a time from 0, then reuse from 0.
+		ref := newNameIndex(count, taken)
+		var want []uint
+		for i := uint(0); i < ref.scanEnd() && uint(len(want)) < n; i++ {
+			if !ref.has(i) {
+				want = append(want, i)
+				ref.set(i)
+			}
+		}
+		for i := uint(0); uint(len(want)) < n; i++ {
+			want = append(want, i)
+		}
+		if !slices.Equal(got, want) {
+			t.Fatalf("trial %d (count %d, taken %v, n %d): next = %v, want %v", trial, count, taken, n, got, want)
+		}
+	}
+}
+
+// A new job's placements (its names and records) cost a fixed number of
+// allocations, whatever the count: none per placement.
+func TestScaleUpAllocationsDoNotGrowWithCount(t *testing.T) {
+	allocs := func(count int) float64 {
+		in := benchInput(count, 1)
+		in.Allocs = nil
+		return testing.AllocsPerRun(5, func() {
+			if res := Reconcile(in); len(res.Place) != count {
+				t.Fatalf("placements: %d", len(res.Place))
+			}
+		})
+	}
+	small, large := allocs(10), allocs(5000)
+	if large > small+2 {
+		t.Fatalf("count 10: %.0f allocations, count 5000: %.0f: placements allocate one by one", small, large)
 	}
 }

@@ -55,6 +55,8 @@ type genOptions struct {
 	// simple: no canaries, no update strategy, no tainted nodes, no
 	// deployment, no failed or terminal allocs, distinct names.
 	simple bool
+	// dupNames: with simple, names may repeat.
+	dupNames bool
 }
 
 func pick[T any](c chooser, xs ...T) T { return xs[c.intn(len(xs))] }
@@ -141,7 +143,7 @@ func randomWorld(c chooser, o genOptions) *world {
 			grp = "old"
 		}
 		index := uint(c.intn(10))
-		if o.simple {
+		if o.simple && !o.dupNames {
 			for usedNames[grp+fmt.Sprint(index)] {
 				index++
 			}
@@ -301,6 +303,61 @@ func TestPropertySimpleWorldsConverge(t *testing.T) {
 			if len(names) != tg.Count || len(slices.Compact(sorted)) != len(names) {
 				t.Logf("seed %d: group %s count %d, live %v", seed, tg.Name, tg.Count, names)
 				return false
+			}
+		}
+		return true
+	}
+	if err := quick.Check(prop, &quick.Config{MaxCount: 3000}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestPropertyReplacementsTakeFreeNames: in worlds with duplicate names,
+// a replacement never leaves its name live twice while a name below the
+// count is free (issue 14, situation 3).
+func TestPropertyReplacementsTakeFreeNames(t *testing.T) {
+	prop := func(seed int64) bool {
+		w := randomWorld(randChooser{rand.New(rand.NewSource(seed))}, genOptions{simple: true, dupNames: true})
+		res := Reconcile(w.input())
+		gone := map[string]bool{}
+		for _, s := range res.Stop {
+			gone[s.Alloc.ID] = true
+		}
+		live := map[string]map[string]int{} // group -> name -> live allocs
+		replacement := map[string]map[string]bool{}
+		add := func(grp, name string, replaces bool) {
+			if live[grp] == nil {
+				live[grp], replacement[grp] = map[string]int{}, map[string]bool{}
+			}
+			live[grp][name]++
+			if replaces {
+				replacement[grp][name] = true
+			}
+		}
+		for _, d := range res.DestructiveUpdate {
+			gone[d.StopAlloc.ID] = true
+			add(d.PlaceTaskGroup.Name, d.PlaceName, true)
+		}
+		for _, a := range w.allocs {
+			if !gone[a.ID] {
+				add(a.TaskGroup, a.Name, false)
+			}
+		}
+		for _, p := range res.Place {
+			add(p.TaskGroup.Name, p.Name, p.PreviousAlloc != nil)
+		}
+		for _, tg := range w.job.TaskGroups {
+			free := false
+			for i := range tg.Count {
+				if live[tg.Name][structs.AllocName(w.jobID, tg.Name, uint(i))] == 0 {
+					free = true
+				}
+			}
+			for name, n := range live[tg.Name] {
+				if n > 1 && replacement[tg.Name][name] && free {
+					t.Logf("seed %d: group %s count %d: a replacement keeps %s live %d times while a name is free", seed, tg.Name, tg.Count, name, n)
+					return false
+				}
 			}
 		}
 		return true

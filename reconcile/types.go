@@ -111,6 +111,14 @@ type Stop struct {
 	StatusDescription string
 	// FollowupEvalID, when set, is the delayed eval attached to the stop.
 	FollowupEvalID string
+	// ForPlacement, when set, is the placement this stop exists for: the
+	// alloc is stopped only to be replaced (a failed or forced alloc being
+	// rescheduled). A plan must drop the stop when that placement cannot
+	// be made, so the alloc stays as it was (desired run, with its
+	// reschedule tracker) and a later evaluation replaces it, as later
+	// Nomad releases do. Nomad 1.6 keeps the stop, and the replacement
+	// placed later starts with no previous alloc and an empty tracker.
+	ForPlacement *Placement
 }
 
 // DestructiveUpdate stops an alloc and places its replacement under the

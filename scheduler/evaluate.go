@@ -26,7 +26,7 @@ type State interface {
 	Evals(ctx context.Context, filter storage.EvalFilter) ([]*structs.Evaluation, error)
 	UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (uint64, error)
 	JobSnapshot(ctx context.Context, namespace, jobID string) (*storage.JobSnapshot, error)
-	NodesWithUsage(ctx context.Context) ([]*storage.NodeUsage, error)
+	CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*storage.NodeUsage, error)
 	CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error)
 }
 
@@ -163,7 +163,13 @@ func (e *Evaluator) compute(ctx context.Context, ev *structs.Evaluation, propose
 	if err != nil {
 		return nil, err
 	}
-	usage, err := e.State.NodesWithUsage(ctx)
+	query := snap
+	if proposed != nil { // the candidates of the proposed job's pool and datacenters
+		q := *snap
+		q.Job = proposed
+		query = &q
+	}
+	usage, err := e.State.CandidateNodes(ctx, nodeQuery(query))
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
 	}
@@ -178,10 +184,7 @@ func (e *Evaluator) compute(ctx context.Context, ev *structs.Evaluation, propose
 		nodes = append(nodes, placement.NodeCandidate{Node: u.Node, Used: u.Used})
 		byID[u.Node.ID] = u.Node
 	}
-	job := snap.Job
-	if proposed != nil {
-		job = proposed
-	}
+	job := query.Job
 	batch := job != nil && job.Type == structs.JobTypeBatch
 	if job == nil {
 		batch = ev.Type == structs.JobTypeBatch
@@ -285,6 +288,25 @@ func (e *Evaluator) PlanJob(ctx context.Context, job *structs.Job) (*DryRun, err
 		out.FailedTGAllocs = c.built.FailedTGAllocs
 	}
 	return out, nil
+}
+
+// nodeQuery selects the nodes an evaluation reads: the candidates of the
+// job's pool and datacenters, and the nodes its allocs are on.
+func nodeQuery(snap *storage.JobSnapshot) storage.NodeQuery {
+	seen := map[string]bool{}
+	var q storage.NodeQuery
+	for _, a := range snap.Allocs {
+		if a.NodeID != "" && !seen[a.NodeID] {
+			seen[a.NodeID] = true
+			q.Include = append(q.Include, a.NodeID)
+		}
+	}
+	if snap.Job == nil || snap.Job.Stop {
+		q.OnlyIncluded = true
+		return q
+	}
+	q.NodePool, q.Datacenters = snap.Job.NodePool, snap.Job.Datacenters
+	return q
 }
 
 // taintedNodes returns the nodes of the job's allocs that are not plain

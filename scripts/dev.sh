@@ -1,9 +1,13 @@
 #!/bin/sh
 # Starts drover's dev agent in the background (state in .dev-data/) and
 # runs the example job; `scripts/dev.sh stop` stops the agent and its tasks.
+# DROVER_DEV_DIR, DROVER_DEV_ADDR and DROVER_BIN choose another state
+# directory, address and binary. The agent's log is appended to, never
+# truncated: the log of an agent that crashed is still there after the
+# next start.
 set -eu
 cd "$(dirname "$0")/.."
-BIN=./bin/drover
+BIN=${DROVER_BIN:-./bin/drover}
 DEV=${DROVER_DEV_DIR:-.dev-data}
 ADDR=${DROVER_DEV_ADDR:-127.0.0.1:4646}
 PID_FILE="$DEV/agent.pid"
@@ -22,7 +26,9 @@ running() {
 orphans() {
 	data=$(cd "$DEV" 2>/dev/null && pwd)/data
 	for f in /proc/[0-9]*/cmdline; do
-		cmd=$(tr '\0' ' ' <"$f" 2>/dev/null) || continue
+		# A process may end between the glob and the read: quietly skip it
+		# (the braces send the shell's own "cannot open" to /dev/null).
+		cmd=$({ tr '\0' ' ' <"$f"; } 2>/dev/null) || continue
 		case "$cmd" in
 		*task-supervisor*"$data"*) p=${f#/proc/}; echo "${p%/cmdline}" ;;
 		esac
@@ -32,10 +38,12 @@ orphans() {
 if [ "${1:-start}" = "stop" ]; then
 	if running; then
 		pid=$(cat "$PID_FILE")
-		kill -TERM "$pid"
+		kill -TERM "$pid" 2>/dev/null || true
 		i=0
 		while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
 		echo "==> dev agent (pid $pid) stopped; its tasks were stopped with it"
+	elif [ -f "$PID_FILE" ]; then
+		echo "==> the dev agent (pid $(cat "$PID_FILE" 2>/dev/null)) is not running: it ended without stopping (its log: $DEV/agent.log)"
 	else
 		echo "==> no dev agent running"
 	fi
@@ -43,7 +51,7 @@ if [ "${1:-start}" = "stop" ]; then
 	# An agent that crashed left its tasks running under their supervisors:
 	# stop those too (each task runs in its own process group).
 	for sup in $(orphans); do
-		for child in $(grep -l "^[0-9]* ([^)]*) [A-Z] $sup " /proc/[0-9]*/stat 2>/dev/null | cut -d/ -f3); do
+		for child in $({ grep -l "^[0-9]* ([^)]*) [A-Z] $sup " /proc/[0-9]*/stat; } 2>/dev/null | cut -d/ -f3); do
 			kill -TERM -- "-$child" 2>/dev/null || true
 		done
 		kill -TERM "$sup" 2>/dev/null || true
@@ -56,7 +64,8 @@ mkdir -p "$DEV"
 if running; then
 	echo "==> dev agent already running (pid $(cat "$PID_FILE")), API at http://$ADDR"
 else
-	nohup "$BIN" agent -dev -data-dir "$DEV/data" -http-addr "$ADDR" >"$DEV/agent.log" 2>&1 &
+	echo "==> $(date -u +%Y-%m-%dT%H:%M:%SZ): scripts/dev.sh starts the dev agent" >>"$DEV/agent.log"
+	nohup "$BIN" agent -dev -data-dir "$DEV/data" -http-addr "$ADDR" >>"$DEV/agent.log" 2>&1 &
 	echo $! >"$PID_FILE"
 	echo "==> dev agent started (pid $(cat "$PID_FILE")), API at http://$ADDR, log in $DEV/agent.log"
 fi

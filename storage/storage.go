@@ -1,8 +1,8 @@
 // Package storage defines drover's state store in the domain's words (jobs
 // and their versions, allocations, evaluations, deployments, nodes, plans)
 // and the errors every backend returns. Backends live in sub-packages:
-// storage/embedded (a bbolt file, the default home) and, later,
-// storage/dynamodb. storage/storagetest holds the ONE conformance suite
+// storage/embedded (a bbolt file, the default home) and storage/dynamodb
+// (the AWS home). storage/storagetest holds the ONE conformance suite
 // every backend must pass.
 //
 // Consumers should not depend on Store as a whole: each defines the small
@@ -14,6 +14,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"path"
 	"time"
 
 	"github.com/drover-sched/drover/structs"
@@ -118,12 +119,64 @@ type DeregisterJobRequest struct {
 }
 
 // NodeUsage is a node and what its allocations that hold resources use:
-// CPU in MHz, memory and disk in MiB.
+// CPU in MHz, memory and disk in MiB. Stores keep it as a record per node,
+// changed by the same transaction that places an alloc or makes one
+// terminal (released exactly once), never recomputed from the allocs; it
+// is the record the commit-time over-commit check reads. Later resources
+// (ports) are added here as fields.
 type NodeUsage struct {
 	Node *structs.Node
 	Used structs.ComparableResources
 	// Allocs counts the allocations holding resources on the node.
 	Allocs int
+}
+
+// NodeQuery selects the nodes one evaluation reads (CandidateNodes): the
+// candidates for its placements, and the nodes its job's allocations are
+// on, whatever their state.
+type NodeQuery struct {
+	// NodePool is the job's node pool: "" is the default pool,
+	// structs.NodePoolAll every pool.
+	NodePool string
+	// Datacenters are the job's datacenter patterns (globs, as
+	// path.Match); none means every datacenter.
+	Datacenters []string
+	// Include names nodes returned whatever their status, eligibility,
+	// pool or datacenter (the nodes the job's allocs are on: the
+	// reconciler needs to know whether they are down or draining). IDs of
+	// nodes that do not exist are left out.
+	Include []string
+	// OnlyIncluded asks for the Include nodes alone, no candidates (the
+	// job is stopped or purged: nothing will be placed).
+	OnlyIncluded bool
+}
+
+// Candidate reports whether n may take placements of a job q selects:
+// ready (status ready, eligible, not draining), in the pool and in one of
+// the datacenters.
+func (q NodeQuery) Candidate(n *structs.Node) bool {
+	if q.OnlyIncluded || !n.Ready() {
+		return false
+	}
+	pool, np := q.NodePool, n.NodePool
+	if pool == "" {
+		pool = structs.DefaultNodePool
+	}
+	if np == "" {
+		np = structs.DefaultNodePool
+	}
+	if pool != structs.NodePoolAll && pool != np {
+		return false
+	}
+	if len(q.Datacenters) == 0 {
+		return true
+	}
+	for _, p := range q.Datacenters {
+		if ok, err := path.Match(p, n.Datacenter); err == nil && ok {
+			return true
+		}
+	}
+	return false
 }
 
 // JobSnapshot is what an evaluation reads of one job, consistently: the
@@ -176,15 +229,25 @@ type Store interface {
 
 	// JobSnapshot reads what an evaluation of the job needs.
 	JobSnapshot(ctx context.Context, namespace, jobID string) (*JobSnapshot, error)
-	// NodesWithUsage lists every node with the resources its allocations
-	// hold, sorted by node ID.
+	// CandidateNodes returns what an evaluation reads of the nodes: each
+	// node q.Candidate accepts and each node q.Include names, once, with
+	// its usage record, sorted by node ID. Its cost grows with the nodes
+	// returned, never with the allocations of other jobs. The nodes may be
+	// shared between readers (a cache validated by the nodes table
+	// index): callers must not modify them. A node list slightly older
+	// than the latest write is allowed: CommitPlan re-checks readiness
+	// and capacity, and a conflict makes the evaluation read again.
+	CandidateNodes(ctx context.Context, q NodeQuery) ([]*NodeUsage, error)
+	// NodesWithUsage lists every node with its usage record, sorted by
+	// node ID: for operators and checks, not for evaluations (whose read
+	// is CandidateNodes).
 	NodesWithUsage(ctx context.Context) ([]*NodeUsage, error)
 	// CommitPlan applies a plan all-or-nothing and returns the index it was
 	// written at. It fails with a *ConflictError when the job's
 	// JobModifyIndex is no longer plan.JobModifyIndex, a placement's alloc
 	// ID exists, a placement's node is missing or not ready, or a node
-	// would be over-committed (the non-terminal allocs on a node, after the
-	// plan's stops, plus its placements must fit the node's capacity).
+	// would be over-committed (the node's usage record, after the plan's
+	// stops and with its placements, must fit the node's capacity).
 	CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error)
 
 	// Alloc returns an allocation with its Job, or ErrNotFound.
@@ -201,6 +264,8 @@ type Store interface {
 	// description, task states, deployment health) to allocs of that node
 	// and returns what changed. An alloc of another node is an error;
 	// an unknown alloc is skipped (it may have been garbage collected).
+	// An alloc that becomes terminal releases what it held from its
+	// node's usage record in the same transaction.
 	UpdateAllocsFromClient(ctx context.Context, nodeID string, updates []*structs.Allocation) ([]*ClientAllocChange, error)
 
 	// UpsertEvals creates or replaces evaluations.
@@ -261,6 +326,7 @@ type Store interface {
 	// evals and deployments), terminal allocs that are stopped or
 	// replaced, terminal evals no remaining alloc points to, terminal
 	// deployments other than a job's latest, down nodes without allocs.
+	// An alloc removed while it still held resources releases them.
 	GarbageCollect(ctx context.Context, olderThan time.Time) (*GCResult, error)
 
 	// JobSubmission returns the source a job version was registered

@@ -31,62 +31,68 @@ const (
 // Job is not stored with the allocation (specs live once per job version);
 // stores and the API fill it in from the job version the alloc runs
 // (JobVersion), so readers see the same shape as Nomad's.
+//
+// The cbor tags are the embedded store's stored form of an alloc (CBOR,
+// RFC 8949, each field keyed by its number): a number is never reused or
+// renumbered; a new field takes the next free number of its struct (an
+// untagged field is still stored, keyed by its name). Key 8 of
+// Allocation was Job and stays unused.
 type Allocation struct {
-	ID        string
-	Namespace string
-	EvalID    string
-	Name      string
-	NodeID    string
-	NodeName  string
-	JobID     string
+	ID        string `cbor:"1,keyasint,omitempty"`
+	Namespace string `cbor:"2,keyasint,omitempty"`
+	EvalID    string `cbor:"3,keyasint,omitempty"`
+	Name      string `cbor:"4,keyasint,omitempty"`
+	NodeID    string `cbor:"5,keyasint,omitempty"`
+	NodeName  string `cbor:"6,keyasint,omitempty"`
+	JobID     string `cbor:"7,keyasint,omitempty"`
 	// Job is the job version this alloc runs; filled on read, not stored.
-	Job *Job `json:",omitempty"`
+	Job *Job `json:",omitempty" cbor:"-"`
 	// JobVersion is the version of the job this allocation runs.
-	JobVersion uint64
-	TaskGroup  string
+	JobVersion uint64 `cbor:"9,keyasint,omitempty"`
+	TaskGroup  string `cbor:"10,keyasint,omitempty"`
 
 	// AllocatedResources is what the alloc holds on its node.
-	AllocatedResources *AllocatedResources `json:",omitempty"`
-	Metrics            *AllocMetric        `json:",omitempty"`
+	AllocatedResources *AllocatedResources `json:",omitempty" cbor:"11,keyasint,omitempty"`
+	Metrics            *AllocMetric        `json:",omitempty" cbor:"12,keyasint,omitempty"`
 
-	DesiredStatus      string
-	DesiredDescription string
-	DesiredTransition  DesiredTransition
+	DesiredStatus      string            `cbor:"13,keyasint,omitempty"`
+	DesiredDescription string            `cbor:"14,keyasint,omitempty"`
+	DesiredTransition  DesiredTransition `cbor:"15,keyasint,omitempty"`
 
-	ClientStatus      string
-	ClientDescription string
-	TaskStates        map[string]*TaskState `json:",omitempty"`
+	ClientStatus      string                `cbor:"16,keyasint,omitempty"`
+	ClientDescription string                `cbor:"17,keyasint,omitempty"`
+	TaskStates        map[string]*TaskState `json:",omitempty" cbor:"18,keyasint,omitempty"`
 	// AllocStates records client-status transitions made by the control
 	// plane (unknown on disconnect, lost), oldest first.
-	AllocStates []*AllocState `json:",omitempty"`
+	AllocStates []*AllocState `json:",omitempty" cbor:"19,keyasint,omitempty"`
 
-	DeploymentID     string
-	DeploymentStatus *AllocDeploymentStatus `json:",omitempty"`
+	DeploymentID     string                 `cbor:"20,keyasint,omitempty"`
+	DeploymentStatus *AllocDeploymentStatus `json:",omitempty" cbor:"21,keyasint,omitempty"`
 
 	// RescheduleTracker is the history of reschedules that led to this
 	// alloc; it is carried over to each replacement.
-	RescheduleTracker *RescheduleTracker `json:",omitempty"`
+	RescheduleTracker *RescheduleTracker `json:",omitempty" cbor:"22,keyasint,omitempty"`
 	// FollowupEvalID is the delayed evaluation that will reschedule this
 	// failed alloc.
-	FollowupEvalID     string
-	PreviousAllocation string
-	NextAllocation     string
+	FollowupEvalID     string `cbor:"23,keyasint,omitempty"`
+	PreviousAllocation string `cbor:"24,keyasint,omitempty"`
+	NextAllocation     string `cbor:"25,keyasint,omitempty"`
 
-	CreateIndex uint64
-	ModifyIndex uint64
+	CreateIndex uint64 `cbor:"26,keyasint,omitempty"`
+	ModifyIndex uint64 `cbor:"27,keyasint,omitempty"`
 	// AllocModifyIndex changes when the server changes the alloc (not on
 	// client status reports); the node agent acts on it.
-	AllocModifyIndex uint64
-	CreateTime       int64 // unix nanoseconds
-	ModifyTime       int64 // unix nanoseconds
+	AllocModifyIndex uint64 `cbor:"28,keyasint,omitempty"`
+	CreateTime       int64  `cbor:"29,keyasint,omitempty"` // unix nanoseconds
+	ModifyTime       int64  `cbor:"30,keyasint,omitempty"` // unix nanoseconds
 }
 
 // DesiredTransition asks the control plane to move an alloc: Migrate off a
 // draining node, Reschedule or ForceReschedule a failed one.
 type DesiredTransition struct {
-	Migrate         *bool `json:",omitempty"`
-	Reschedule      *bool `json:",omitempty"`
-	ForceReschedule *bool `json:",omitempty"`
+	Migrate         *bool `json:",omitempty" cbor:"1,keyasint,omitempty"`
+	Reschedule      *bool `json:",omitempty" cbor:"2,keyasint,omitempty"`
+	ForceReschedule *bool `json:",omitempty" cbor:"3,keyasint,omitempty"`
 }
 
 // ShouldMigrate reports whether the alloc is marked for migration.
@@ -104,30 +110,30 @@ func (d DesiredTransition) ShouldForceReschedule() bool {
 // AllocatedResources is what an alloc holds on its node, in Nomad's shape:
 // per task CPU (MHz, as CpuShares) and memory (MiB); shared disk (MiB).
 type AllocatedResources struct {
-	Tasks  map[string]*AllocatedTaskResources
-	Shared AllocatedSharedResources
+	Tasks  map[string]*AllocatedTaskResources `cbor:"1,keyasint,omitempty"`
+	Shared AllocatedSharedResources           `cbor:"2,keyasint,omitempty"`
 }
 
 // AllocatedTaskResources is one task's share of an alloc's resources.
 type AllocatedTaskResources struct {
-	Cpu    AllocatedCpuResources
-	Memory AllocatedMemoryResources
+	Cpu    AllocatedCpuResources    `cbor:"1,keyasint,omitempty"`
+	Memory AllocatedMemoryResources `cbor:"2,keyasint,omitempty"`
 }
 
 // AllocatedCpuResources holds CPU in MHz.
 type AllocatedCpuResources struct {
-	CpuShares int64 // MHz
+	CpuShares int64 `cbor:"1,keyasint,omitempty"` // MHz
 }
 
 // AllocatedMemoryResources holds memory in MiB.
 type AllocatedMemoryResources struct {
-	MemoryMB    int64 // MiB
-	MemoryMaxMB int64 // MiB
+	MemoryMB    int64 `cbor:"1,keyasint,omitempty"` // MiB
+	MemoryMaxMB int64 `cbor:"2,keyasint,omitempty"` // MiB
 }
 
 // AllocatedSharedResources holds the group's ephemeral disk in MiB.
 type AllocatedSharedResources struct {
-	DiskMB int64 // MiB
+	DiskMB int64 `cbor:"1,keyasint,omitempty"` // MiB
 }
 
 // Comparable flattens the allocated resources for fit checks.
@@ -166,28 +172,28 @@ func AllocatedResourcesFor(tg *TaskGroup) *AllocatedResources {
 // nodes looked at, filtered out (and by which constraint or class),
 // exhausted (and in which dimension), and scores. Shape as Nomad's.
 type AllocMetric struct {
-	NodesEvaluated     int
-	NodesFiltered      int
-	NodesInPool        int
-	NodePool           string
-	NodesAvailable     map[string]int `json:",omitempty"` // by datacenter
-	ClassFiltered      map[string]int `json:",omitempty"`
-	ConstraintFiltered map[string]int `json:",omitempty"`
-	NodesExhausted     int
-	ClassExhausted     map[string]int `json:",omitempty"`
-	DimensionExhausted map[string]int `json:",omitempty"`
-	QuotaExhausted     []string       `json:",omitempty"`
-	ScoreMetaData      []*NodeScoreMeta
-	AllocationTime     time.Duration
-	CoalescedFailures  int
+	NodesEvaluated     int              `cbor:"1,keyasint,omitempty"`
+	NodesFiltered      int              `cbor:"2,keyasint,omitempty"`
+	NodesInPool        int              `cbor:"3,keyasint,omitempty"`
+	NodePool           string           `cbor:"4,keyasint,omitempty"`
+	NodesAvailable     map[string]int   `json:",omitempty" cbor:"5,keyasint,omitempty"` // by datacenter
+	ClassFiltered      map[string]int   `json:",omitempty" cbor:"6,keyasint,omitempty"`
+	ConstraintFiltered map[string]int   `json:",omitempty" cbor:"7,keyasint,omitempty"`
+	NodesExhausted     int              `cbor:"8,keyasint,omitempty"`
+	ClassExhausted     map[string]int   `json:",omitempty" cbor:"9,keyasint,omitempty"`
+	DimensionExhausted map[string]int   `json:",omitempty" cbor:"10,keyasint,omitempty"`
+	QuotaExhausted     []string         `json:",omitempty" cbor:"11,keyasint,omitempty"`
+	ScoreMetaData      []*NodeScoreMeta `cbor:"12,keyasint,omitempty"`
+	AllocationTime     time.Duration    `cbor:"13,keyasint,omitempty"`
+	CoalescedFailures  int              `cbor:"14,keyasint,omitempty"`
 }
 
 // NodeScoreMeta is the score a node got for a placement. NormScore is the
 // normalized final score in [0, 1] (higher is better).
 type NodeScoreMeta struct {
-	NodeID    string
-	Scores    map[string]float64
-	NormScore float64
+	NodeID    string             `cbor:"1,keyasint,omitempty"`
+	Scores    map[string]float64 `cbor:"2,keyasint,omitempty"`
+	NormScore float64            `cbor:"3,keyasint,omitempty"`
 }
 
 // MaxNormScore returns the best NormScore in the metric, or nil when there
@@ -215,13 +221,13 @@ const (
 
 // TaskState is a task's state as the node agent reports it.
 type TaskState struct {
-	State       string // pending, running or dead
-	Failed      bool
-	Restarts    uint64
-	LastRestart time.Time
-	StartedAt   time.Time
-	FinishedAt  time.Time
-	Events      []*TaskEvent
+	State       string       `cbor:"1,keyasint,omitempty"` // pending, running or dead
+	Failed      bool         `cbor:"2,keyasint,omitempty"`
+	Restarts    uint64       `cbor:"3,keyasint,omitempty"`
+	LastRestart time.Time    `cbor:"4,keyasint,omitempty"`
+	StartedAt   time.Time    `cbor:"5,keyasint,omitempty"`
+	FinishedAt  time.Time    `cbor:"6,keyasint,omitempty"`
+	Events      []*TaskEvent `cbor:"7,keyasint,omitempty"`
 }
 
 // Successful reports whether the task is dead and did not fail.
@@ -257,29 +263,29 @@ const (
 
 // TaskEvent is one entry of a task's history. Time is unix nanoseconds.
 type TaskEvent struct {
-	Type           string
-	Time           int64 // unix nanoseconds
-	DisplayMessage string
-	Details        map[string]string `json:",omitempty"`
-	Message        string            `json:",omitempty"`
-	FailsTask      bool              `json:",omitempty"`
-	RestartReason  string            `json:",omitempty"`
-	SetupError     string            `json:",omitempty"`
-	DriverError    string            `json:",omitempty"`
-	ExitCode       int
-	Signal         int
-	KillReason     string        `json:",omitempty"`
-	KillTimeout    time.Duration `json:",omitempty"`
-	KillError      string        `json:",omitempty"`
-	StartDelay     int64         `json:",omitempty"` // nanoseconds
-	FailedSibling  string        `json:",omitempty"`
+	Type           string            `cbor:"1,keyasint,omitempty"`
+	Time           int64             `cbor:"2,keyasint,omitempty"` // unix nanoseconds
+	DisplayMessage string            `cbor:"3,keyasint,omitempty"`
+	Details        map[string]string `json:",omitempty" cbor:"4,keyasint,omitempty"`
+	Message        string            `json:",omitempty" cbor:"5,keyasint,omitempty"`
+	FailsTask      bool              `json:",omitempty" cbor:"6,keyasint,omitempty"`
+	RestartReason  string            `json:",omitempty" cbor:"7,keyasint,omitempty"`
+	SetupError     string            `json:",omitempty" cbor:"8,keyasint,omitempty"`
+	DriverError    string            `json:",omitempty" cbor:"9,keyasint,omitempty"`
+	ExitCode       int               `cbor:"10,keyasint,omitempty"`
+	Signal         int               `cbor:"11,keyasint,omitempty"`
+	KillReason     string            `json:",omitempty" cbor:"12,keyasint,omitempty"`
+	KillTimeout    time.Duration     `json:",omitempty" cbor:"13,keyasint,omitempty"`
+	KillError      string            `json:",omitempty" cbor:"14,keyasint,omitempty"`
+	StartDelay     int64             `json:",omitempty" cbor:"15,keyasint,omitempty"` // nanoseconds
+	FailedSibling  string            `json:",omitempty" cbor:"16,keyasint,omitempty"`
 }
 
 // AllocState is one recorded transition of an alloc's client status.
 type AllocState struct {
-	Field string // always "client_status" today
-	Value string
-	Time  time.Time
+	Field string    `cbor:"1,keyasint,omitempty"` // always "client_status" today
+	Value string    `cbor:"2,keyasint,omitempty"`
+	Time  time.Time `cbor:"3,keyasint,omitempty"`
 }
 
 // AllocStateFieldClientStatus is the only AllocState field in use.
@@ -288,10 +294,10 @@ const AllocStateFieldClientStatus = "client_status"
 // AllocDeploymentStatus is an alloc's health within its deployment.
 // Healthy is nil until the node agent decides.
 type AllocDeploymentStatus struct {
-	Healthy     *bool `json:",omitempty"`
-	Timestamp   time.Time
-	Canary      bool
-	ModifyIndex uint64
+	Healthy     *bool     `json:",omitempty" cbor:"1,keyasint,omitempty"`
+	Timestamp   time.Time `cbor:"2,keyasint,omitempty"`
+	Canary      bool      `cbor:"3,keyasint,omitempty"`
+	ModifyIndex uint64    `cbor:"4,keyasint,omitempty"`
 }
 
 // IsHealthy reports a decided healthy status.
@@ -316,16 +322,16 @@ func (s *AllocDeploymentStatus) IsCanary() bool {
 
 // RescheduleTracker is the chain of reschedule events behind an alloc.
 type RescheduleTracker struct {
-	Events []*RescheduleEvent
+	Events []*RescheduleEvent `cbor:"1,keyasint,omitempty"`
 }
 
 // RescheduleEvent records one reschedule: when (unix nanoseconds), from
 // which alloc and node, and the delay that was applied.
 type RescheduleEvent struct {
-	RescheduleTime int64 // unix nanoseconds
-	PrevAllocID    string
-	PrevNodeID     string
-	Delay          time.Duration
+	RescheduleTime int64         `cbor:"1,keyasint,omitempty"` // unix nanoseconds
+	PrevAllocID    string        `cbor:"2,keyasint,omitempty"`
+	PrevNodeID     string        `cbor:"3,keyasint,omitempty"`
+	Delay          time.Duration `cbor:"4,keyasint,omitempty"`
 }
 
 // Copy returns a deep copy of the tracker.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -18,9 +17,65 @@ import (
 	"github.com/drover-sched/drover/nodeagent"
 )
 
-func runAgent(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("agent", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+// AgentCommand is `drover agent`: a dev agent (server and node in one
+// process), a server, or a client (node agent).
+type AgentCommand struct{ Meta }
+
+func (c *AgentCommand) Synopsis() string { return "Runs a drover agent (-dev: all in one)" }
+
+func (c *AgentCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover agent -dev [-data-dir DIR] [-http-addr HOST:PORT]
+       drover agent -server -data-dir DIR [-http-addr HOST:PORT]
+       drover agent -client -servers HOST:PORT -data-dir DIR [-node-name NAME] [-enable-raw-exec]
+       drover agent -client -aws-api URL -aws-table TABLE -data-dir DIR
+
+  Runs a drover agent. -dev runs the API, the evaluator and a node with
+  raw_exec in one process (state in -data-dir, or a temporary directory
+  removed at exit; its tasks stop with it). -server runs the API, the
+  evaluator and the timers; -client runs one node talking to -servers over
+  HTTP, or to drover's AWS home with -aws-api.
+
+Agent Options:
+
+  -dev, -server, -client
+    The agent's role(s); -server and -client may be combined.
+
+  -servers=<host:port,...>
+    HTTP addresses of the servers a client talks to.
+
+  -aws-api=<url>, -aws-table=<table>
+    drover's API on AWS (API Gateway) and its DynamoDB table, for a client
+    of the AWS home (SigV4 node routes; polls its own DynamoDB items).
+
+  -data-dir=<dir>
+    Directory for state. Required outside -dev.
+
+  -http-addr=<host:port>
+    Where the HTTP API listens (servers). Default = ` + agent.DefaultHTTPAddr + `
+
+  -node-name, -node-pool, -node-class, -dc
+    The node's name (default: the hostname), pool, class and datacenter.
+
+  -enable-raw-exec
+    Enable the raw_exec driver on a client (always on in -dev).
+
+  -gc-max-allocs=<n>
+    Allocations a client keeps before destroying terminal ones. Default = 50
+
+  -heartbeat-ttl=<duration>
+    Heartbeat TTL servers hand to nodes. Default = 10s
+
+  -workers=<n>
+    Evaluation workers of a server. Default = 2
+
+  -log-level=<level>, -log-json
+    debug, info, warn or error; JSON logs.`)
+}
+
+func (c *AgentCommand) Run(args []string) int {
+	stdout, stderr := c.Stdout, c.Stderr
+	fs := c.FlagSet("agent", c.Help, flagSetNone)
 	dev := fs.Bool("dev", false, "run all in one: server and a node with raw_exec; tasks stop with the agent")
 	server := fs.Bool("server", false, "run a server: HTTP API, evaluator, timers (no node)")
 	client := fs.Bool("client", false, "run a node agent talking to -servers")
@@ -39,12 +94,6 @@ func runAgent(args []string, stdout, stderr io.Writer) int {
 	workers := fs.Int("workers", 2, "number of evaluation workers (servers)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "write logs as JSON")
-	fs.Usage = func() {
-		fmt.Fprintln(stderr, "Usage: drover agent -dev [-data-dir DIR] [-http-addr HOST:PORT]\n"+
-			"       drover agent -server -data-dir DIR [-http-addr HOST:PORT]\n"+
-			"       drover agent -client -servers HOST:PORT -data-dir DIR [-node-name NAME] [-enable-raw-exec]")
-		fs.PrintDefaults()
-	}
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
@@ -168,9 +217,4 @@ func newLogger(level string, json bool, w io.Writer) (*zap.Logger, error) {
 		encoder = zapcore.NewConsoleEncoder(enc)
 	}
 	return zap.New(zapcore.NewCore(encoder, zapcore.AddSync(w), lvl)), nil
-}
-
-func runVersion(_ []string, stdout, _ io.Writer) int {
-	fmt.Fprintf(stdout, "drover v%s\n", agent.Version)
-	return 0
 }

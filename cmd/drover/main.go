@@ -1,5 +1,14 @@
-// Command drover is drover's CLI and its all-in-one dev agent. Flags follow
-// Go's flag package, as Nomad's do: -data-dir and --data-dir both work.
+// Command drover is drover's CLI and its all-in-one dev agent.
+//
+// Shape, as Nomad's command/ package: one file per command (noun_verb.go,
+// its test beside it), each a small type with Help, Synopsis and Run on
+// github.com/hashicorp/cli; the registry is commands.go; shared helpers
+// live in files named for them: meta.go (client flags, the argument and
+// client preamble, errors), prefix.go (ID and prefix lookups), format.go
+// (-json, -t, times), table.go (lists and key = value blocks), monitor.go
+// (evaluation and deployment monitors), jobfile.go (reading job files).
+// Flags follow Go's flag package, as Nomad's do: -data-dir and --data-dir
+// both work.
 package main
 
 import (
@@ -9,79 +18,87 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/drover-sched/drover/nodeagent"
+	"github.com/hashicorp/cli"
+
+	"github.com/drover-sched/drover/agent"
 )
-
-// command is one subcommand: run gets the arguments after its name and
-// returns the exit code.
-type command struct {
-	synopsis string
-	run      func(args []string, stdout, stderr io.Writer) int
-	hidden   bool
-}
-
-func commands() map[string]command {
-	return map[string]command{
-		"agent":              {synopsis: "Runs a drover agent (-dev: all in one)", run: runAgent},
-		"job run":            {synopsis: "Submits a job (Nomad JSON) and follows its evaluation", run: runJobRun},
-		"job status":         {synopsis: "Lists jobs, or shows one job", run: runJobStatus},
-		"job stop":           {synopsis: "Stops (or purges) a job", run: runJobStop},
-		"alloc status":       {synopsis: "Shows an allocation", run: runAllocStatus},
-		"alloc logs":         {synopsis: "Shows a task's stdout or stderr (-stderr, -f, -tail)", run: runAllocLogs},
-		"eval status":        {synopsis: "Shows an evaluation", run: runEvalStatus},
-		"node status":        {synopsis: "Lists nodes, or shows one node", run: runNodeStatus},
-		"version":            {synopsis: "Prints drover's version", run: runVersion},
-		"job history":        {synopsis: "Lists a job's versions", run: runJobHistory},
-		"job revert":         {synopsis: "Registers an earlier version of a job again", run: runJobRevert},
-		"deployment status":  {synopsis: "Lists deployments, or shows one", run: runDeploymentStatus},
-		"deployment promote": {synopsis: "Promotes a deployment's canaries", run: runDeploymentPromote},
-		"deployment fail":    {synopsis: "Marks a deployment failed (rolls back with auto_revert)", run: runDeploymentFail},
-		"deployment pause":   {synopsis: "Pauses a deployment", run: runDeploymentPause},
-		"deployment resume":  {synopsis: "Resumes a paused deployment", run: runDeploymentResume},
-		"node drain":         {synopsis: "Drains a node (-enable) or stops draining (-disable)", run: runNodeDrain},
-		"node eligibility":   {synopsis: "Marks a node eligible or ineligible for placements", run: runNodeEligibility},
-		"system gc":          {synopsis: "Garbage-collects finished jobs, allocations and evaluations now", run: runSystemGC},
-		nodeagent.SupervisorSubcommand: {hidden: true, run: func(args []string, _, _ io.Writer) int {
-			return nodeagent.SupervisorMain(args)
-		}},
-	}
-}
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run runs the command args name with args, writing to stdout and stderr,
+// and returns its exit code. An unknown command prints the usage and
+// returns 1.
 func run(args []string, stdout, stderr io.Writer) int {
-	cmds := commands()
-	if len(args) >= 2 {
-		if c, ok := cmds[args[0]+" "+args[1]]; ok {
-			return c.run(args[2:], stdout, stderr)
-		}
+	meta := Meta{Stdout: stdout, Stderr: stderr}
+	cmds := commands(meta)
+	c := &cli.CLI{
+		Name:           "drover",
+		Args:           args,
+		Version:        "drover v" + agent.Version,
+		Commands:       cmds,
+		HiddenCommands: hiddenCommands,
+		HelpFunc:       helpFunc,
+		HelpWriter:     stdout,
+		ErrorWriter:    stderr,
 	}
-	if len(args) >= 1 {
-		if c, ok := cmds[args[0]]; ok {
-			return c.run(args[1:], stdout, stderr)
+	if _, known := cmds[c.Subcommand()]; !known && !c.IsHelp() && !c.IsVersion() {
+		if len(args) > 0 {
+			fmt.Fprintf(stderr, "Unknown command: %s\n\n", strings.Join(args, " "))
 		}
+		fmt.Fprintln(stderr, helpFunc(visibleTopLevel(cmds)))
+		return 1
 	}
-	usage(stderr, cmds, args)
-	return 1
+	code, err := c.Run()
+	if err != nil {
+		fmt.Fprintf(stderr, "Error executing CLI: %v\n", err)
+		return 1
+	}
+	return code
 }
 
-func usage(w io.Writer, cmds map[string]command, args []string) {
-	if len(args) > 0 && args[0] != "-h" && args[0] != "--help" && args[0] != "help" {
-		fmt.Fprintf(w, "Unknown command: %s\n\n", strings.Join(args, " "))
-	}
-	fmt.Fprintln(w, "Usage: drover <command> [args]")
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "Commands:")
-	var names []string
-	for n, c := range cmds {
-		if !c.hidden {
-			names = append(names, n)
+// visibleTopLevel returns the top-level commands the usage lists.
+func visibleTopLevel(cmds map[string]cli.CommandFactory) map[string]cli.CommandFactory {
+	out := map[string]cli.CommandFactory{}
+	for name, f := range cmds {
+		if !strings.Contains(name, " ") && !isHidden(name) {
+			out[name] = f
 		}
 	}
-	sort.Strings(names)
-	for _, n := range names {
-		fmt.Fprintf(w, "    %-20s %s\n", n, cmds[n].synopsis)
+	return out
+}
+
+func isHidden(name string) bool {
+	for _, h := range hiddenCommands {
+		if h == name {
+			return true
+		}
 	}
+	return false
+}
+
+// helpFunc is the top-level usage: every command with its synopsis.
+func helpFunc(cmds map[string]cli.CommandFactory) string {
+	var names []string
+	width := 0
+	for n := range cmds {
+		if isHidden(n) {
+			continue
+		}
+		names = append(names, n)
+		width = max(width, len(n))
+	}
+	sort.Strings(names)
+	var b strings.Builder
+	b.WriteString("Usage: drover [-version] [-help] <command> [args]\n\nCommands:\n")
+	for _, n := range names {
+		cmd, err := cmds[n]()
+		if err != nil {
+			continue
+		}
+		fmt.Fprintf(&b, "    %-*s    %s\n", width, n, cmd.Synopsis())
+	}
+	b.WriteString("\nRun \"drover <command> -help\" for a command's usage and options.")
+	return b.String()
 }

@@ -270,3 +270,24 @@ func (s *Store) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility s
 		return true
 	}, nil)
 }
+
+// CandidateNodes implements storage.Store: today it reads every node item
+// (usage from the counters plan and report transactions keep on it) and
+// keeps those q selects.
+func (s *Store) CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*storage.NodeUsage, error) {
+	recs, err := s.nodeRecords(ctx, "")
+	if err != nil {
+		return nil, fmt.Errorf("read candidate nodes: %w", err)
+	}
+	include := make(map[string]bool, len(q.Include))
+	for _, id := range q.Include {
+		include[id] = true
+	}
+	out := make([]*storage.NodeUsage, 0, len(recs))
+	for _, r := range recs {
+		if include[r.node.ID] || q.Candidate(r.node) {
+			out = append(out, &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs)})
+		}
+	}
+	return out, nil
+}

@@ -3,7 +3,10 @@ package dynamodb_test
 import (
 	"context"
 	"os"
+	"sync/atomic"
 	"testing"
+
+	"github.com/drover-sched/drover/structs"
 
 	"github.com/drover-sched/drover/internal/awstest"
 	"github.com/drover-sched/drover/storage"
@@ -32,5 +35,27 @@ func newStore(t testing.TB, cfg ddb.Config) *ddb.Store {
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store {
 		return newStore(t, ddb.Config{})
+	})
+}
+
+// TestCrashes: on DynamoDB a crash is a plan that stops after its first
+// chunk (the chunk-crash hook); each chunk moves the node counters with
+// its allocs, so usage stays exact.
+func TestCrashes(t *testing.T) {
+	storagetest.RunCrashes(t, func(t *testing.T) (storage.Store, func(string) bool) {
+		var armed atomic.Bool
+		s := newStore(t, ddb.Config{AfterChunk: func(_ *structs.Plan, chunk int) error {
+			if chunk == 1 && armed.CompareAndSwap(true, false) {
+				return storagetest.ErrCrash
+			}
+			return nil
+		}})
+		return s, func(op string) bool {
+			if op != storagetest.CrashPlan {
+				return false
+			}
+			armed.Store(true)
+			return true
+		}
 	})
 }

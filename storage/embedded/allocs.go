@@ -49,16 +49,25 @@ func (c *jobCache) fill(a *structs.Allocation) error {
 
 // getAlloc reads one alloc (without Job), or nil.
 func getAlloc(tx *bolt.Tx, id string) (*structs.Allocation, error) {
-	return getJSON[structs.Allocation](tx.Bucket(bAllocs), []byte(id))
+	data := tx.Bucket(bAllocs).Get([]byte(id))
+	if data == nil {
+		return nil, nil
+	}
+	a, err := decodeAlloc(data)
+	if err != nil {
+		return nil, fmt.Errorf("alloc %s: %w", id, err)
+	}
+	return a, nil
 }
 
-// putAlloc writes an alloc without its Job.
+// putAlloc writes an alloc without its Job. Writers go through
+// wtx.saveAlloc, which keeps the node's usage record in step.
 func putAlloc(tx *bolt.Tx, a *structs.Allocation) error {
-	job := a.Job
-	a.Job = nil
-	err := putJSON(tx.Bucket(bAllocs), []byte(a.ID), a)
-	a.Job = job
-	return err
+	data, err := encodeAlloc(a)
+	if err != nil {
+		return fmt.Errorf("encode alloc %s: %w", a.ID, err)
+	}
+	return tx.Bucket(bAllocs).Put([]byte(a.ID), data)
 }
 
 // allocsByIndex reads the allocs listed under prefix in an index bucket,
@@ -105,7 +114,7 @@ func (s *Store) AllocsByPrefix(ctx context.Context, ns, prefix string) ([]*struc
 		c := tx.Bucket(bAllocs).Cursor()
 		p := []byte(prefix)
 		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			a, err := decodeInto[structs.Allocation](v)
+			a, err := decodeAlloc(v)
 			if err != nil {
 				return err
 			}
@@ -171,12 +180,13 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 				return fmt.Errorf("alloc %s is on node %s, not %s: %w", u.ID, a.NodeID, nodeID, storage.ErrWrongNode)
 			}
 			change := &storage.ClientAllocChange{PrevClientStatus: a.ClientStatus, PrevDeploymentInfo: a.DeploymentStatus}
+			was := holdingOf(a)
 			if !storage.ApplyClientUpdate(a, u) {
 				continue
 			}
 			a.ModifyIndex = w.index
 			a.ModifyTime = now
-			if err := putAlloc(w.tx, a); err != nil {
+			if err := w.saveAlloc(was, a); err != nil {
 				return err
 			}
 			if err := w.countDeploymentAlloc(a, false, change.PrevDeploymentInfo); err != nil {
@@ -198,35 +208,6 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 	return changes, nil
 }
 
-// indexAlloc adds a new alloc to the secondary indexes.
-func indexAlloc(tx *bolt.Tx, a *structs.Allocation) error {
-	if err := tx.Bucket(bAllocsByJob).Put(key(a.Namespace, a.JobID, a.ID), nil); err != nil {
-		return err
-	}
-	if err := tx.Bucket(bAllocsByNode).Put(key(a.NodeID, a.ID), nil); err != nil {
-		return err
-	}
-	return tx.Bucket(bAllocsByEval).Put(key(a.EvalID, a.ID), nil)
-}
-
-// nodeUsage sums what the non-terminal allocs on a node hold.
-func nodeUsage(tx *bolt.Tx, nodeID string) (structs.ComparableResources, int, error) {
-	var used structs.ComparableResources
-	n := 0
-	err := scanIndex(tx.Bucket(bAllocsByNode), prefixKey(nodeID), func(id string) error {
-		a, err := getAlloc(tx, id)
-		if err != nil || a == nil {
-			return err
-		}
-		if a.HoldsResources() {
-			used = used.Add(a.AllocatedResources.Comparable())
-			n++
-		}
-		return nil
-	})
-	return used, n, err
-}
-
 // UpdateAllocDesiredTransitions implements storage.Store.
 func (s *Store) UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error) {
 	return s.write(ctx, func(w *wtx) error {
@@ -239,12 +220,13 @@ func (s *Store) UpdateAllocDesiredTransitions(ctx context.Context, transitions m
 			if a == nil || tr == nil {
 				continue
 			}
+			was := holdingOf(a)
 			a.DesiredTransition = *tr
 			a.ModifyIndex = w.index
 			a.ModifyTime = now
 			w.touch(storage.TableAllocs)
 			w.touchJob(a.Namespace, a.JobID)
-			if err := putAlloc(w.tx, a); err != nil {
+			if err := w.saveAlloc(was, a); err != nil {
 				return err
 			}
 		}

@@ -56,41 +56,82 @@ func (w *wtx) upsertPlanDeployment(d *structs.Deployment) error {
 // (prev had none) counts as healthy or unhealthy. When the alloc turns
 // healthy, the group's progress deadline moves forward.
 func (w *wtx) countDeploymentAlloc(a *structs.Allocation, placed bool, prev *structs.AllocDeploymentStatus) error {
-	if a.DeploymentID == "" {
-		return nil
+	return w.countDeploymentAllocs([]deploymentCount{{a: a, placed: placed, prev: prev}})
+}
+
+// deploymentCount is one alloc countDeploymentAllocs counts.
+type deploymentCount struct {
+	a      *structs.Allocation
+	placed bool
+	prev   *structs.AllocDeploymentStatus
+}
+
+// countDeploymentAllocs counts many allocs (a plan's placements) as
+// countDeploymentAlloc does one, reading and writing each deployment once.
+func (w *wtx) countDeploymentAllocs(counts []deploymentCount) error {
+	byDeployment := map[string][]deploymentCount{}
+	var order []string
+	for _, c := range counts {
+		id := c.a.DeploymentID
+		if id == "" {
+			continue
+		}
+		if _, ok := byDeployment[id]; !ok {
+			order = append(order, id)
+		}
+		byDeployment[id] = append(byDeployment[id], c)
 	}
 	b := w.tx.Bucket(bDeployments)
-	d, err := getJSON[structs.Deployment](b, []byte(a.DeploymentID))
-	if err != nil || d == nil {
-		return err
+	for _, id := range order {
+		d, err := getJSON[structs.Deployment](b, []byte(id))
+		if err != nil {
+			return err
+		}
+		if d == nil {
+			continue
+		}
+		changed := false
+		for _, c := range byDeployment[id] {
+			if countOne(d, c) {
+				changed = true
+			}
+		}
+		if changed {
+			if err := w.upsertDeployment(d); err != nil {
+				return err
+			}
+		}
 	}
-	g, ok := d.TaskGroups[a.TaskGroup]
+	return nil
+}
+
+// countOne applies one alloc's count to its deployment d and reports
+// whether d changed.
+func countOne(d *structs.Deployment, c deploymentCount) bool {
+	g, ok := d.TaskGroups[c.a.TaskGroup]
 	if !ok {
-		return nil
+		return false
 	}
 	changed := false
-	if placed {
+	if c.placed {
 		g.PlacedAllocs++
 		if g.RequireProgressBy.IsZero() && g.ProgressDeadline > 0 {
 			g.RequireProgressBy = time.Now().UTC().Add(g.ProgressDeadline)
 		}
 		changed = true
 	}
-	if !prev.HasHealth() && a.DeploymentStatus.HasHealth() {
-		if a.DeploymentStatus.IsHealthy() {
+	if !c.prev.HasHealth() && c.a.DeploymentStatus.HasHealth() {
+		if c.a.DeploymentStatus.IsHealthy() {
 			g.HealthyAllocs++
 			if g.ProgressDeadline > 0 {
-				g.RequireProgressBy = a.DeploymentStatus.Timestamp.Add(g.ProgressDeadline)
+				g.RequireProgressBy = c.a.DeploymentStatus.Timestamp.Add(g.ProgressDeadline)
 			}
 		} else {
 			g.UnhealthyAllocs++
 		}
 		changed = true
 	}
-	if !changed {
-		return nil
-	}
-	return w.upsertDeployment(d)
+	return changed
 }
 
 func (w *wtx) updateDeploymentStatus(u *structs.DeploymentStatusUpdate) error {

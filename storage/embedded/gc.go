@@ -199,7 +199,7 @@ func (gc *collector) allocs() error {
 	jobs := gc.w.tx.Bucket(bJobs)
 	c := gc.w.tx.Bucket(bAllocs).Cursor()
 	for k, v := c.First(); k != nil; k, v = c.Next() {
-		a, err := decodeInto[structs.Allocation](v)
+		a, err := decodeAlloc(v)
 		if err != nil {
 			return err
 		}
@@ -230,6 +230,9 @@ func (gc *collector) deleteAlloc(id string) error {
 	tx := gc.w.tx
 	a, err := getAlloc(tx, id)
 	if err != nil || a == nil {
+		return err
+	}
+	if err := gc.w.moveUsage(holdingOf(a), holding{}); err != nil {
 		return err
 	}
 	for _, del := range []struct {
@@ -407,6 +410,10 @@ func (gc *collector) downNodes() error {
 		if err := tx.Bucket(bNodeAssignment).Delete([]byte(id)); err != nil {
 			return err
 		}
+		if err := tx.Bucket(bNodeUsage).Delete([]byte(id)); err != nil {
+			return err
+		}
+		delete(gc.w.usage, id)
 		delete(gc.nodes, id)
 		gc.w.touch(storage.TableNodes)
 		gc.res.Nodes++

@@ -139,9 +139,8 @@ func (w *wtx) pruneVersions(ns, id string) error {
 		return nil
 	}
 	inUse := map[uint64]bool{}
-	allocs := w.tx.Bucket(bAllocs)
 	err := scanIndex(w.tx.Bucket(bAllocsByJob), prefixKey(ns, id), func(aid string) error {
-		a, err := getJSON[structs.Allocation](allocs, []byte(aid))
+		a, err := getAlloc(w.tx, aid)
 		if err != nil || a == nil {
 			return err
 		}
@@ -294,10 +293,9 @@ func (w *wtx) refreshJobStatus(ns, id string) error {
 	}
 	status := structs.JobStatusPending
 	hasAny := false
-	allocs := w.tx.Bucket(bAllocs)
 	errDone := errStop
 	err = scanIndex(w.tx.Bucket(bAllocsByJob), prefixKey(ns, id), func(aid string) error {
-		a, err := getJSON[structs.Allocation](allocs, []byte(aid))
+		a, err := getAlloc(w.tx, aid)
 		if err != nil || a == nil {
 			return err
 		}

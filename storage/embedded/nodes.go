@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"sync"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -166,6 +167,107 @@ func (s *Store) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility s
 		n.ModifyIndex = w.index
 		w.touch(storage.TableNodes)
 		return putJSON(b, []byte(n.ID), n)
+	})
+	return out, err
+}
+
+// nodeCache holds the decoded nodes as of one nodes table index, so that
+// evaluations do not decode every node each time: the list is valid while
+// the index is unchanged (every node write moves it). Nodes in it are
+// shared and never modified; writers store new copies.
+type nodeCache struct {
+	mu    sync.Mutex
+	index uint64
+	valid bool
+	nodes []*structs.Node // sorted by ID
+}
+
+// allNodes returns every node as of tx, sorted by ID, from the cache when
+// tx sees the nodes table at the cached index.
+func (s *Store) allNodes(tx *bolt.Tx) ([]*structs.Node, error) {
+	idx := getUint(tx.Bucket(bMeta).Get([]byte("table/" + storage.TableNodes)))
+	c := &s.nodeCache
+	c.mu.Lock()
+	if c.valid && c.index == idx {
+		nodes := c.nodes
+		c.mu.Unlock()
+		return nodes, nil
+	}
+	c.mu.Unlock()
+	var nodes []*structs.Node
+	cur := tx.Bucket(bNodes).Cursor()
+	for k, v := cur.First(); k != nil; k, v = cur.Next() {
+		n, err := decodeInto[structs.Node](v)
+		if err != nil {
+			return nil, err
+		}
+		nodes = append(nodes, n)
+	}
+	c.mu.Lock()
+	if !c.valid || idx > c.index {
+		c.index, c.nodes, c.valid = idx, nodes, true
+	}
+	c.mu.Unlock()
+	return nodes, nil
+}
+
+// withUsage pairs each node with its usage record as of tx.
+func withUsage(tx *bolt.Tx, nodes []*structs.Node) ([]*storage.NodeUsage, error) {
+	b := tx.Bucket(bNodeUsage)
+	out := make([]*storage.NodeUsage, len(nodes))
+	for i, n := range nodes {
+		u, err := decodeUsage(b.Get([]byte(n.ID)))
+		if err != nil {
+			return nil, fmt.Errorf("usage of node %s: %w", n.ID, err)
+		}
+		out[i] = &storage.NodeUsage{Node: n, Used: u.res, Allocs: int(u.allocs)}
+	}
+	return out, nil
+}
+
+// CandidateNodes implements storage.Store: the nodes come from the node
+// cache, the usage from the usage records, in one read transaction.
+func (s *Store) CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*storage.NodeUsage, error) {
+	var out []*storage.NodeUsage
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		nodes, err := s.allNodes(tx)
+		if err != nil {
+			return err
+		}
+		include := make(map[string]bool, len(q.Include))
+		for _, id := range q.Include {
+			include[id] = true
+		}
+		picked := make([]*structs.Node, 0, len(nodes))
+		for _, n := range nodes {
+			if include[n.ID] || q.Candidate(n) {
+				picked = append(picked, n)
+			}
+		}
+		out, err = withUsage(tx, picked)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("read candidate nodes: %w", err)
+	}
+	return out, nil
+}
+
+// NodesWithUsage implements storage.Store (copies: callers may change
+// them).
+func (s *Store) NodesWithUsage(ctx context.Context) ([]*storage.NodeUsage, error) {
+	var out []*storage.NodeUsage
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		nodes, err := s.allNodes(tx)
+		if err != nil {
+			return err
+		}
+		copies := make([]*structs.Node, len(nodes))
+		for i, n := range nodes {
+			copies[i] = n.Copy()
+		}
+		out, err = withUsage(tx, copies)
+		return err
 	})
 	return out, err
 }

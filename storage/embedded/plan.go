@@ -38,27 +38,6 @@ func (s *Store) JobSnapshot(ctx context.Context, ns, jobID string) (*storage.Job
 	return snap, nil
 }
 
-// NodesWithUsage implements storage.Store.
-func (s *Store) NodesWithUsage(ctx context.Context) ([]*storage.NodeUsage, error) {
-	var out []*storage.NodeUsage
-	err := s.read(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bNodes).Cursor()
-		for k, v := c.First(); k != nil; k, v = c.Next() {
-			n, err := decodeInto[structs.Node](v)
-			if err != nil {
-				return err
-			}
-			used, count, err := nodeUsage(tx, n.ID)
-			if err != nil {
-				return err
-			}
-			out = append(out, &storage.NodeUsage{Node: n, Used: used, Allocs: count})
-		}
-		return nil
-	})
-	return out, err
-}
-
 // CommitPlan implements storage.Store. Everything happens in one bbolt
 // write transaction: either the whole plan lands or nothing does.
 func (s *Store) CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error) {
@@ -95,11 +74,11 @@ func (w *wtx) commitPlan(plan *structs.Plan) error {
 			return err
 		}
 	}
+	if err := w.insertAllocs(plan.Placements, now); err != nil {
+		return err
+	}
 	placedOn := map[string][]*structs.Allocation{}
 	for _, a := range plan.Placements {
-		if err := w.insertAlloc(a, now); err != nil {
-			return err
-		}
 		placedOn[a.NodeID] = append(placedOn[a.NodeID], a)
 		touchedNodes[a.NodeID] = true
 	}
@@ -155,8 +134,9 @@ func (w *wtx) applyStop(st *structs.AllocStop, now int64) error {
 	if a == nil {
 		return storage.Conflictf("stop of alloc %s: alloc does not exist", st.AllocID)
 	}
+	was := holdingOf(a)
 	storage.ApplyStop(a, st, now)
-	return w.putServerChange(a, now)
+	return w.putServerChange(a, was, now)
 }
 
 func (w *wtx) applyUpdate(u *structs.AllocUpdate, now int64) error {
@@ -167,39 +147,69 @@ func (w *wtx) applyUpdate(u *structs.AllocUpdate, now int64) error {
 	if a == nil {
 		return storage.Conflictf("update of alloc %s: alloc does not exist", u.AllocID)
 	}
+	was := holdingOf(a)
 	storage.ApplyUpdate(a, u, now)
-	return w.putServerChange(a, now)
+	return w.putServerChange(a, was, now)
 }
 
 // putServerChange writes an alloc changed by the control plane: it moves
 // the alloc's AllocModifyIndex, which the node agent acts on.
-func (w *wtx) putServerChange(a *structs.Allocation, now int64) error {
+func (w *wtx) putServerChange(a *structs.Allocation, was holding, now int64) error {
 	a.ModifyIndex = w.index
 	a.AllocModifyIndex = w.index
 	a.ModifyTime = now
 	w.touch(storage.TableAllocs)
 	w.touchJob(a.Namespace, a.JobID)
-	return putAlloc(w.tx, a)
+	return w.saveAlloc(was, a)
 }
 
-// insertAlloc writes a new placement. Its ID is deterministic for the
-// placement, so an existing ID means this placement was already committed:
-// a conflict, never a second alloc.
-func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
-	if existing, err := getAlloc(w.tx, in.ID); err != nil {
-		return err
-	} else if existing != nil {
-		return storage.Conflictf("alloc %s (%s) already exists", in.ID, in.Name)
+// insertAllocs writes a plan's placements. bbolt keeps a transaction's
+// new keys in memory, one sorted slice per page, until it commits: keys
+// that land on one page (a new job's or eval's index entries) are put in
+// ascending order, so each is an append rather than a move of the whole
+// slice.
+func (w *wtx) insertAllocs(placements []*structs.Allocation, now int64) error {
+	sorted := append([]*structs.Allocation(nil), placements...)
+	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
+	counts := make([]deploymentCount, 0, len(sorted))
+	for _, a := range sorted {
+		stored, err := w.insertAlloc(a, now)
+		if err != nil {
+			return err
+		}
+		counts = append(counts, deploymentCount{a: stored, placed: true})
 	}
-	node, err := getJSON[structs.Node](w.tx.Bucket(bNodes), []byte(in.NodeID))
+	byNode := make([][]byte, len(sorted))
+	for i, a := range sorted {
+		byNode[i] = key(a.NodeID, a.ID)
+	}
+	sort.Slice(byNode, func(i, j int) bool { return bytes.Compare(byNode[i], byNode[j]) < 0 })
+	nodeIndex := w.tx.Bucket(bAllocsByNode)
+	for _, k := range byNode {
+		if err := nodeIndex.Put(k, nil); err != nil {
+			return err
+		}
+	}
+	return w.countDeploymentAllocs(counts)
+}
+
+// insertAlloc writes a new placement and its job and eval index entries
+// (insertAllocs adds the node index entries and the deployment counts).
+// Its ID is deterministic for the placement, so an existing ID means this
+// placement was already committed: a conflict, never a second alloc.
+func (w *wtx) insertAlloc(in *structs.Allocation, now int64) (*structs.Allocation, error) {
+	if w.tx.Bucket(bAllocs).Get([]byte(in.ID)) != nil {
+		return nil, storage.Conflictf("alloc %s (%s) already exists", in.ID, in.Name)
+	}
+	node, err := w.node(in.NodeID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if node == nil {
-		return storage.Conflictf("placement of %s on node %s: node does not exist", in.Name, in.NodeID)
+		return nil, storage.Conflictf("placement of %s on node %s: node does not exist", in.Name, in.NodeID)
 	}
 	if !node.Ready() {
-		return storage.Conflictf("placement of %s on node %s: node is not ready for placements (status %s, eligibility %s, drain %t)",
+		return nil, storage.Conflictf("placement of %s on node %s: node is not ready for placements (status %s, eligibility %s, drain %t)",
 			in.Name, in.NodeID, node.Status, node.SchedulingEligibility, node.Drain)
 	}
 	a := in.Copy()
@@ -209,37 +219,38 @@ func (w *wtx) insertAlloc(in *structs.Allocation, now int64) error {
 		a.CreateTime = now
 	}
 	a.ModifyTime = now
-	if err := putAlloc(w.tx, a); err != nil {
-		return err
+	if err := w.saveAlloc(holding{}, a); err != nil {
+		return nil, err
 	}
-	if err := indexAlloc(w.tx, a); err != nil {
-		return err
+	if err := w.tx.Bucket(bAllocsByJob).Put(key(a.Namespace, a.JobID, a.ID), nil); err != nil {
+		return nil, err
 	}
-	if err := w.countDeploymentAlloc(a, true, nil); err != nil {
-		return err
+	if err := w.tx.Bucket(bAllocsByEval).Put(key(a.EvalID, a.ID), nil); err != nil {
+		return nil, err
 	}
 	if a.PreviousAllocation != "" {
 		prev, err := getAlloc(w.tx, a.PreviousAllocation)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if prev != nil {
+			was := holdingOf(prev)
 			prev.NextAllocation = a.ID
 			prev.ModifyIndex = w.index
 			prev.ModifyTime = now
-			if err := putAlloc(w.tx, prev); err != nil {
-				return err
+			if err := w.saveAlloc(was, prev); err != nil {
+				return nil, err
 			}
 		}
 	}
 	w.touch(storage.TableAllocs)
 	w.touchJob(a.Namespace, a.JobID)
-	return nil
+	return a, nil
 }
 
 // checkCapacity enforces invariant 2 at commit time: on every node that
-// receives placements, what non-terminal allocs hold (after this plan's
-// stops, with this plan's placements already written) fits the node.
+// receives placements, its usage record (after this plan's stops, with
+// this plan's placements already counted) fits the node.
 func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 	nodes := make([]string, 0, len(placedOn))
 	for n := range placedOn {
@@ -247,15 +258,15 @@ func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 	}
 	sort.Strings(nodes)
 	for _, id := range nodes {
-		node, err := getJSON[structs.Node](w.tx.Bucket(bNodes), []byte(id))
+		node, err := w.node(id)
 		if err != nil {
 			return err
 		}
-		used, _, err := nodeUsage(w.tx, id)
+		u, err := w.usageOf(id)
 		if err != nil {
 			return err
 		}
-		if ok, dim := node.Capacity().Superset(used); !ok {
+		if ok, dim := node.Capacity().Superset(u.res); !ok {
 			return storage.Conflictf("node %s over-committed: %s exhausted", id, dim)
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	bolterrors "go.etcd.io/bbolt/errors"
 
 	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
 )
 
 // Bucket names. Index buckets hold keys only.
@@ -40,15 +41,19 @@ var (
 	bDeploysByJob   = []byte("deployments_by_job")
 	bNodes          = []byte("nodes")
 	bNodeAssignment = []byte("node_assignment") // node id → uint64 index
+	bNodeUsage      = []byte("node_usage")      // node id → usage record (usage.go)
 	bSubmissions    = []byte("job_submissions") // ns\0job\0%020d → *structs.JobSubmission
 	bNamespaces     = []byte("namespaces")      // name → *structs.Namespace
 	bConfig         = []byte("config")          // "scheduler" → *structs.SchedulerConfiguration
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
-		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment,
+		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage,
 		bSubmissions, bNamespaces, bConfig}
 
 	keyIndex = []byte("index")
+	// keyUsageBuilt is set once the node usage records exist (a file
+	// written before them gets them built when opened).
+	keyUsageBuilt = []byte("usage_built")
 )
 
 // maxTrackedVersions is how many versions of a job are kept (Nomad keeps 6);
@@ -61,6 +66,13 @@ type Store struct {
 
 	mu       sync.Mutex
 	watchers map[string]chan struct{}
+
+	// crash, when set (tests), runs just before a write transaction
+	// commits; an error it returns aborts the transaction, as a crash
+	// before the commit would.
+	crash func() error
+
+	nodeCache nodeCache
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -87,7 +99,12 @@ func Open(path string) (*Store, error) {
 		// blocking query at index 1 wakes on it.
 		meta := tx.Bucket(bMeta)
 		if meta.Get(keyIndex) == nil {
-			return meta.Put(keyIndex, putUint(1))
+			if err := meta.Put(keyIndex, putUint(1)); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyUsageBuilt) == nil {
+			return rebuildUsage(tx)
 		}
 		return nil
 	})
@@ -152,6 +169,25 @@ type wtx struct {
 	index  uint64
 	tables map[string]bool
 	jobs   map[string][2]string // jobs whose status to refresh
+	usage  map[string]*usageRec // node usage records changed (usage.go)
+	nodes  map[string]*structs.Node
+}
+
+// node returns a node as stored, decoded once per transaction (plan
+// commits read the node of every placement), or nil.
+func (w *wtx) node(id string) (*structs.Node, error) {
+	if n, ok := w.nodes[id]; ok {
+		return n, nil
+	}
+	n, err := getJSON[structs.Node](w.tx.Bucket(bNodes), []byte(id))
+	if err != nil {
+		return nil, err
+	}
+	if w.nodes == nil {
+		w.nodes = map[string]*structs.Node{}
+	}
+	w.nodes[id] = n
+	return n, nil
 }
 
 // write runs fn in a write transaction with a fresh index and notifies
@@ -164,9 +200,17 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) (uint64, error
 	err := s.db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bMeta)
 		w = &wtx{tx: tx, index: getUint(meta.Get(keyIndex)) + 1, tables: map[string]bool{},
-			jobs: map[string][2]string{}}
+			jobs: map[string][2]string{}, usage: map[string]*usageRec{}}
 		if err := fn(w); err != nil {
 			return err
+		}
+		if err := w.flushUsage(); err != nil {
+			return err
+		}
+		if s.crash != nil {
+			if err := s.crash(); err != nil {
+				return err
+			}
 		}
 		for ns := range w.jobs {
 			j := w.jobs[ns]

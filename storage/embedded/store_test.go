@@ -4,8 +4,11 @@ import (
 	"context"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/storage/storagetest"
@@ -24,6 +27,22 @@ func open(t *testing.T, path string) *Store {
 func TestConformance(t *testing.T) {
 	storagetest.Run(t, func(t *testing.T) storage.Store {
 		return open(t, filepath.Join(t.TempDir(), "state.db"))
+	})
+}
+
+// TestCrashes: a crash in the embedded home is a write transaction that
+// never commits; usage records roll back with the allocs.
+func TestCrashes(t *testing.T) {
+	storagetest.RunCrashes(t, func(t *testing.T) (storage.Store, func(string) bool) {
+		s := open(t, filepath.Join(t.TempDir(), "state.db"))
+		var armed atomic.Bool
+		s.crash = func() error {
+			if armed.CompareAndSwap(true, false) {
+				return storagetest.ErrCrash
+			}
+			return nil
+		}
+		return s, func(string) bool { armed.Store(true); return true }
 	})
 }
 
@@ -92,5 +111,49 @@ func TestSecondOpenIsRefusedClearly(t *testing.T) {
 	_, err := Open(path)
 	if err == nil || !strings.Contains(err.Error(), "locked by another process") {
 		t.Fatalf("second open: %v", err)
+	}
+}
+
+// TestUsageBuiltForOlderFiles: a state file written before usage records
+// existed gets them computed from its allocs when opened.
+func TestUsageBuiltForOlderFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	ctx := context.Background()
+	if _, err := s.UpsertNode(ctx, &structs.Node{ID: "n1", Status: structs.NodeStatusReady,
+		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 1000}, Memory: structs.NodeMemoryResources{MemoryMB: 1000}}}); err != nil {
+		t.Fatal(err)
+	}
+	job := &structs.Job{Namespace: "default", ID: "web", Type: "service", TaskGroups: []*structs.TaskGroup{{Name: "g", Count: 2,
+		Tasks: []*structs.Task{{Name: "t", Resources: &structs.Resources{CPU: 100, MemoryMB: 10}}}}}}
+	res, err := s.RegisterJob(ctx, &storage.RegisterJobRequest{Job: job, Eval: &structs.Evaluation{ID: "e1", Namespace: "default", JobID: "web"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var places []*structs.Allocation
+	for i := uint(0); i < 2; i++ {
+		name := structs.AllocName("web", "g", i)
+		places = append(places, &structs.Allocation{ID: structs.AllocIDForPlacement("e1", name, false, ""), Namespace: "default",
+			EvalID: "e1", Name: name, NodeID: "n1", JobID: "web", TaskGroup: "g", DesiredStatus: structs.AllocDesiredStatusRun,
+			ClientStatus: structs.AllocClientStatusPending, AllocatedResources: structs.AllocatedResourcesFor(res.Job.TaskGroups[0])})
+	}
+	if _, err := s.CommitPlan(ctx, &structs.Plan{EvalID: "e1", Namespace: "default", JobID: "web", JobModifyIndex: res.Job.JobModifyIndex, Placements: places}); err != nil {
+		t.Fatal(err)
+	}
+	// Make it an older file: no usage records.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bNodeUsage); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Delete(keyUsageBuilt)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, path)
+	defer s.Close()
+	us, err := s.NodesWithUsage(ctx)
+	if err != nil || len(us) != 1 || us[0].Used.CPU != 200 || us[0].Used.MemoryMB != 20 || us[0].Allocs != 2 {
+		t.Fatalf("usage after reopening an older file: %+v %v", us, err)
 	}
 }

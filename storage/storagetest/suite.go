@@ -47,6 +47,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"JobStatus", testJobStatus},
 		{"EvalsListing", testEvals},
 		{"TableIndexes", testIndexes},
+		{"UsageMaintained", testUsageMaintained},
+		{"CandidateNodes", testCandidateNodes},
 		{"JobSubmissions", testJobSubmissions},
 		{"NodeEvents", testNodeEvents},
 		{"Namespaces", testNamespaces},

@@ -16,49 +16,61 @@ import (
 // log's end for -tail -n.
 const tailBytesPerLine = 256
 
-// runAllocLogs is `drover alloc logs [-stderr] [-f] [-tail [-n N | -c N]]
-// ALLOC [TASK]`: a task's output through the agent's
-// /v1/client/fs/logs endpoint, read with Nomad's Go client as Nomad's
-// CLI does.
-func runAllocLogs(args []string, stdout, stderr io.Writer) int {
-	fs, cf := newCommandFlags("alloc logs", "Usage: drover alloc logs [-stderr] [-f] [-tail [-n N | -c N]] ALLOC [TASK]", stderr)
-	useStderr := fs.Bool("stderr", false, "show the task's stderr instead of its stdout")
-	follow := fs.Bool("f", false, "follow the output until the task is dead (or Ctrl-C)")
-	tail := fs.Bool("tail", false, "show the end of the output: -n lines (default 10), or -c bytes")
-	lines := fs.Int("n", 10, "with -tail: number of lines")
-	nbytes := fs.Int64("c", 0, "with -tail: number of bytes (instead of lines)")
-	if err := fs.Parse(args); err != nil {
+// AllocLogsCommand is `drover alloc logs`: a task's stdout or stderr
+// through the agent's /v1/client/fs/logs route, read with Nomad's Go
+// client as Nomad's CLI does.
+type AllocLogsCommand struct{ Meta }
+
+func (c *AllocLogsCommand) Synopsis() string {
+	return "Shows a task's stdout or stderr (-stderr, -f, -tail)"
+}
+
+func (c *AllocLogsCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover alloc logs [options] <allocation> [<task>]
+
+  Prints the task's stdout (or stderr). The task may be left out when the
+  allocation's group has one task.
+` + clientOptionsUsage() + `
+
+Logs Options:
+
+  -stderr
+    Show the task's stderr instead of its stdout.
+
+  -f
+    Follow the output until the task is dead (or Ctrl-C).
+
+  -tail
+    Show the end of the output: -n lines (default 10) or -c bytes.
+
+  -n=<lines>, -c=<bytes>
+    With -tail: how many lines, or bytes.`)
+}
+
+func (c *AllocLogsCommand) Run(args []string) int {
+	fs := c.FlagSet("alloc logs", c.Help, flagSetClient)
+	useStderr := fs.Bool("stderr", false, "")
+	follow := fs.Bool("f", false, "")
+	tail := fs.Bool("tail", false, "")
+	lines := fs.Int("n", 10, "")
+	nbytes := fs.Int64("c", 0, "")
+	verbose := fs.Bool("verbose", false, "")
+	cl, rest, ok := c.setup(fs, args, 1, 2, "<allocation> [<task>]")
+	if !ok {
 		return 1
 	}
-	if fs.NArg() < 1 || fs.NArg() > 2 {
-		fmt.Fprintln(stderr, "This command takes one or two arguments: <alloc> [<task>]")
-		fs.Usage()
-		return 1
-	}
-	c, err := cf.client()
+	alloc, err := c.allocByPrefix(cl, rest[0])
 	if err != nil {
-		return errorf(stderr, "initializing client: %v", err)
+		return c.errorf("", err)
 	}
-	full, err := resolvePrefix(fs.Arg(0), "allocation", func(p string) ([]string, error) {
-		stubs, _, err := c.Allocations().PrefixList(p)
-		ids := make([]string, 0, len(stubs))
-		for _, s := range stubs {
-			ids = append(ids, s.ID)
-		}
-		return ids, err
-	})
-	if err != nil {
-		return errorf(stderr, "%v", err)
-	}
-	alloc, _, err := c.Allocations().Info(full, nil)
-	if err != nil {
-		return errorf(stderr, "querying allocation: %v", err)
-	}
-	task := fs.Arg(1)
-	if task == "" {
+	task := ""
+	if len(rest) == 2 {
+		task = rest[1]
+	} else {
 		names := allocTaskNames(alloc)
 		if len(names) != 1 {
-			return errorf(stderr, "allocation %s has %d tasks; name one of: %s", cf.short(alloc.ID), len(names), strings.Join(names, ", "))
+			return c.errorf("", fmt.Errorf("allocation %s has %d tasks; name one of: %s", limit(alloc.ID, *verbose), len(names), strings.Join(names, ", ")))
 		}
 		task = names[0]
 	}
@@ -86,26 +98,23 @@ func runAllocLogs(args []string, stdout, stderr io.Writer) int {
 		case *lines > 0:
 			// Read a generous end of the log, keep its last lines, and
 			// (when following) go on from there.
-			guess := int64(*lines) * tailBytesPerLine
 			var buf bytes.Buffer
-			if err := streamLogs(c, alloc, false, task, logType, "end", guess, cancel, &buf); err != nil {
-				return errorf(stderr, "reading logs: %v", err)
+			if err := streamLogs(cl, alloc, false, task, logType, "end", int64(*lines)*tailBytesPerLine, cancel, &buf); err != nil {
+				return c.errorf("reading logs", err)
 			}
-			last := lastLines(buf.Bytes(), *lines)
-			if _, err := stdout.Write(last); err != nil {
+			if _, err := c.Stdout.Write(lastLines(buf.Bytes(), *lines)); err != nil {
 				return 1
 			}
 			if !*follow {
 				return 0
 			}
-			// Go on where the tail read ended: what came after it.
 			origin, offset = "end", 0
 		default:
 			origin, offset = "end", 0
 		}
 	}
-	if err := streamLogs(c, alloc, *follow, task, logType, origin, offset, cancel, stdout); err != nil {
-		return errorf(stderr, "reading logs: %v", err)
+	if err := streamLogs(cl, alloc, *follow, task, logType, origin, offset, cancel, c.Stdout); err != nil {
+		return c.errorf("reading logs", err)
 	}
 	return 0
 }

@@ -1,4 +1,4 @@
-package nodeagent
+package supervisor
 
 import (
 	"context"
@@ -15,10 +15,10 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// procStat reads the state letter and the start time (clock ticks since
+// ProcStat reads the state letter and the start time (clock ticks since
 // boot) of pid from /proc. The start time tells a process apart from a
 // later one that reuses its pid.
-func procStat(pid int) (startTicks uint64, state byte, err error) {
+func ProcStat(pid int) (startTicks uint64, state byte, err error) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
 		return 0, 0, err
@@ -42,13 +42,13 @@ func procStat(pid int) (startTicks uint64, state byte, err error) {
 	return startTicks, fields[0][0], nil
 }
 
-// processRunning reports whether pid is a live (not zombie) process and,
+// ProcessRunning reports whether pid is a live (not zombie) process and,
 // when startTicks is not zero, the same process that started at startTicks.
-func processRunning(pid int, startTicks uint64) bool {
+func ProcessRunning(pid int, startTicks uint64) bool {
 	if pid <= 0 {
 		return false
 	}
-	ticks, state, err := procStat(pid)
+	ticks, state, err := ProcStat(pid)
 	if err != nil {
 		return false
 	}
@@ -58,9 +58,9 @@ func processRunning(pid int, startTicks uint64) bool {
 	return startTicks == 0 || ticks == startTicks
 }
 
-// processExists reports whether /proc has an entry for pid (zombies
+// ProcessExists reports whether /proc has an entry for pid (zombies
 // included).
-func processExists(pid int) bool {
+func ProcessExists(pid int) bool {
 	if pid <= 0 {
 		return false
 	}
@@ -68,16 +68,16 @@ func processExists(pid int) bool {
 	return err == nil
 }
 
-// waitProcessExit blocks until the process pid (started at startTicks) is
+// WaitProcessExit blocks until the process pid (started at startTicks) is
 // no longer running, or ctx ends. It works for processes that are not
 // children of this one: it waits on a pidfd when the kernel offers one
 // and falls back to polling /proc otherwise.
-func waitProcessExit(ctx context.Context, pid int, startTicks uint64) error {
+func WaitProcessExit(ctx context.Context, pid int, startTicks uint64) error {
 	if fd, err := unix.PidfdOpen(pid, 0); err == nil {
 		defer unix.Close(fd)
 		// Check identity after opening: the pidfd now pins the process,
 		// so a pid reused before the open is caught here.
-		if !processRunning(pid, startTicks) {
+		if !ProcessRunning(pid, startTicks) {
 			return nil
 		}
 		for {
@@ -97,7 +97,7 @@ func waitProcessExit(ctx context.Context, pid int, startTicks uint64) error {
 	t := time.NewTicker(250 * time.Millisecond)
 	defer t.Stop()
 	for {
-		if !processRunning(pid, startTicks) {
+		if !ProcessRunning(pid, startTicks) {
 			return nil
 		}
 		select {
@@ -108,9 +108,9 @@ func waitProcessExit(ctx context.Context, pid int, startTicks uint64) error {
 	}
 }
 
-// signalGroup sends sig to every process of the process group pgid. A
+// SignalGroup sends sig to every process of the process group pgid. A
 // group that no longer exists is not an error.
-func signalGroup(pgid int, sig syscall.Signal) error {
+func SignalGroup(pgid int, sig syscall.Signal) error {
 	if pgid <= 1 {
 		return fmt.Errorf("refusing to signal process group %d", pgid)
 	}
@@ -120,28 +120,9 @@ func signalGroup(pgid int, sig syscall.Signal) error {
 	return nil
 }
 
-// parseSignal turns a kill_signal ("SIGINT", "INT", "sigterm", "15") into
-// a signal; empty means SIGINT, Nomad's default.
-func parseSignal(name string) (syscall.Signal, error) {
-	if name == "" {
-		return unix.SIGINT, nil
-	}
-	if n, err := strconv.Atoi(name); err == nil && n > 0 && n < 65 {
-		return syscall.Signal(n), nil
-	}
-	up := strings.ToUpper(strings.TrimSpace(name))
-	if !strings.HasPrefix(up, "SIG") {
-		up = "SIG" + up
-	}
-	if s := unix.SignalNum(up); s != 0 {
-		return s, nil
-	}
-	return 0, fmt.Errorf("unknown signal %q", name)
-}
-
-// writeJSONAtomic writes v as JSON to path through a temporary file and a
+// WriteJSONAtomic writes v as JSON to path through a temporary file and a
 // rename, so readers never see a partial record.
-func writeJSONAtomic(path string, v any, perm os.FileMode) error {
+func WriteJSONAtomic(path string, v any, perm os.FileMode) error {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", filepath.Base(path), err)
@@ -168,9 +149,9 @@ func writeJSONAtomic(path string, v any, perm os.FileMode) error {
 	return nil
 }
 
-// readJSON decodes the JSON file at path into v. A missing file is
+// ReadJSON decodes the JSON file at path into v. A missing file is
 // reported with an error satisfying errors.Is(err, os.ErrNotExist).
-func readJSON(path string, v any) error {
+func ReadJSON(path string, v any) error {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return err

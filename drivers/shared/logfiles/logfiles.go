@@ -1,4 +1,9 @@
-package nodeagent
+// Package logfiles writes and lists a task's log files, alloc/logs/<task>.stdout.N
+// and .stderr.N: the rotation Nomad's logmon does, shared by every driver
+// that copies a task's output (the task supervisor for process drivers,
+// the docker driver for containers). It decides file names and rotation;
+// it never reads a task's output itself.
+package logfiles
 
 import (
 	"fmt"
@@ -11,32 +16,32 @@ import (
 
 // Nomad's defaults of a task's logs block.
 const (
-	// DefaultLogMaxFiles is how many files of each stream are kept.
-	DefaultLogMaxFiles = 10
-	// DefaultLogMaxFileSizeMB is the size of one log file, in MiB.
-	DefaultLogMaxFileSizeMB = 10
+	// DefaultMaxFiles is how many files of each stream are kept.
+	DefaultMaxFiles = 10
+	// DefaultMaxFileSizeMB is the size of one log file, in MiB.
+	DefaultMaxFileSizeMB = 10
 )
 
-// Log stream names, as in the file names and the logs API.
+// Stream names, as in the file names and the logs API.
 const (
-	LogTypeStdout = "stdout"
-	LogTypeStderr = "stderr"
+	Stdout = "stdout"
+	Stderr = "stderr"
 )
 
-// logFileBase is the name of a task's stream files without the index:
+// Base is the name of a task's stream files without the index:
 // "<task>.stdout" for alloc/logs/<task>.stdout.0, .1, ...
-func logFileBase(task, stream string) string { return task + "." + stream }
+func Base(task, stream string) string { return task + "." + stream }
 
-// logFile is one file of a task's stream.
-type logFile struct {
+// File is one file of a task's stream.
+type File struct {
 	Index int
 	Name  string // base name, e.g. web.stdout.3
 	Size  int64  // bytes
 }
 
-// listLogFiles returns the files of base in dir, oldest (lowest index)
-// first. A missing dir is no files.
-func listLogFiles(dir, base string) ([]logFile, error) {
+// List returns the files of base in dir, oldest (lowest index) first. A
+// missing dir is no files.
+func List(dir, base string) ([]File, error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		if os.IsNotExist(err) {
@@ -44,7 +49,7 @@ func listLogFiles(dir, base string) ([]logFile, error) {
 		}
 		return nil, err
 	}
-	var out []logFile
+	var out []File
 	for _, e := range entries {
 		rest, ok := strings.CutPrefix(e.Name(), base+".")
 		if !ok || e.IsDir() {
@@ -58,17 +63,17 @@ func listLogFiles(dir, base string) ([]logFile, error) {
 		if fi, err := e.Info(); err == nil {
 			size = fi.Size()
 		}
-		out = append(out, logFile{Index: idx, Name: e.Name(), Size: size})
+		out = append(out, File{Index: idx, Name: e.Name(), Size: size})
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Index < out[j].Index })
 	return out, nil
 }
 
-// fileRotator writes a stream to dir/base.N: it appends to the newest file
+// Rotator writes a stream to dir/base.N: it appends to the newest file
 // until that reaches maxBytes, then starts the next index and removes the
 // oldest files so that at most maxFiles remain. A new rotator (a task
 // restarted under a new supervisor) goes on from the newest file.
-type fileRotator struct {
+type Rotator struct {
 	dir      string
 	base     string
 	maxFiles int
@@ -79,16 +84,17 @@ type fileRotator struct {
 	size int64 // bytes in f
 }
 
-// newFileRotator opens the newest file of base in dir, or base.0.
-func newFileRotator(dir, base string, maxFiles int, maxBytes int64) (*fileRotator, error) {
+// NewRotator opens the newest file of base in dir, or base.0; at most
+// maxFiles files of maxBytes each are kept.
+func NewRotator(dir, base string, maxFiles int, maxBytes int64) (*Rotator, error) {
 	if maxFiles < 1 {
 		maxFiles = 1
 	}
 	if maxBytes < 1 {
 		maxBytes = 1
 	}
-	r := &fileRotator{dir: dir, base: base, maxFiles: maxFiles, maxBytes: maxBytes}
-	files, err := listLogFiles(dir, base)
+	r := &Rotator{dir: dir, base: base, maxFiles: maxFiles, maxBytes: maxBytes}
+	files, err := List(dir, base)
 	if err != nil {
 		return nil, fmt.Errorf("list log files: %w", err)
 	}
@@ -105,11 +111,11 @@ func newFileRotator(dir, base string, maxFiles int, maxBytes int64) (*fileRotato
 	return r, nil
 }
 
-func (r *fileRotator) path(idx int) string {
+func (r *Rotator) path(idx int) string {
 	return filepath.Join(r.dir, r.base+"."+strconv.Itoa(idx))
 }
 
-func (r *fileRotator) open() error {
+func (r *Rotator) open() error {
 	f, err := os.OpenFile(r.path(r.idx), os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o644)
 	if err != nil {
 		return fmt.Errorf("open log file: %w", err)
@@ -124,7 +130,7 @@ func (r *fileRotator) open() error {
 }
 
 // Write writes p, splitting it at file boundaries.
-func (r *fileRotator) Write(p []byte) (int, error) {
+func (r *Rotator) Write(p []byte) (int, error) {
 	written := 0
 	for len(p) > 0 {
 		if r.size >= r.maxBytes {
@@ -147,7 +153,7 @@ func (r *fileRotator) Write(p []byte) (int, error) {
 	return written, nil
 }
 
-func (r *fileRotator) rotate() error {
+func (r *Rotator) rotate() error {
 	if err := r.f.Close(); err != nil {
 		return fmt.Errorf("close log file: %w", err)
 	}
@@ -160,8 +166,8 @@ func (r *fileRotator) rotate() error {
 }
 
 // purge removes the files beyond the maxFiles newest.
-func (r *fileRotator) purge() {
-	files, err := listLogFiles(r.dir, r.base)
+func (r *Rotator) purge() {
+	files, err := List(r.dir, r.base)
 	if err != nil {
 		return
 	}
@@ -173,4 +179,4 @@ func (r *fileRotator) purge() {
 }
 
 // Close closes the current file.
-func (r *fileRotator) Close() error { return r.f.Close() }
+func (r *Rotator) Close() error { return r.f.Close() }

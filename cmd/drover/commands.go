@@ -1,0 +1,56 @@
+package main
+
+import (
+	"github.com/hashicorp/cli"
+
+	"github.com/drover-sched/drover/nodeagent"
+)
+
+// hiddenCommands run but are not listed: the task supervisor is the
+// drover binary re-executed by the node agent, not a user command.
+var hiddenCommands = []string{nodeagent.SupervisorSubcommand}
+
+// commands is the registry of every command, by its name as typed
+// ("job run"). Each factory copies meta into a new command.
+func commands(meta Meta) map[string]cli.CommandFactory {
+	all := map[string]cli.Command{
+		"agent":                        &AgentCommand{Meta: meta},
+		"version":                      &VersionCommand{Meta: meta},
+		nodeagent.SupervisorSubcommand: &TaskSupervisorCommand{},
+
+		"job":         &JobCommand{},
+		"job run":     &JobRunCommand{Meta: meta},
+		"job status":  &JobStatusCommand{Meta: meta},
+		"job stop":    &JobStopCommand{Meta: meta},
+		"job history": &JobHistoryCommand{Meta: meta},
+		"job revert":  &JobRevertCommand{Meta: meta},
+
+		"alloc":        &AllocCommand{},
+		"alloc status": &AllocStatusCommand{Meta: meta},
+		"alloc logs":   &AllocLogsCommand{Meta: meta},
+
+		"eval":        &EvalCommand{},
+		"eval status": &EvalStatusCommand{Meta: meta},
+
+		"deployment":         &DeploymentCommand{},
+		"deployment list":    &DeploymentListCommand{Meta: meta},
+		"deployment status":  &DeploymentStatusCommand{Meta: meta},
+		"deployment promote": &DeploymentPromoteCommand{Meta: meta},
+		"deployment fail":    &DeploymentFailCommand{Meta: meta},
+		"deployment pause":   &DeploymentPauseCommand{Meta: meta},
+		"deployment resume":  &DeploymentResumeCommand{Meta: meta},
+
+		"node":             &NodeCommand{},
+		"node status":      &NodeStatusCommand{Meta: meta},
+		"node drain":       &NodeDrainCommand{Meta: meta},
+		"node eligibility": &NodeEligibilityCommand{Meta: meta},
+
+		"system":    &SystemCommand{},
+		"system gc": &SystemGCCommand{Meta: meta},
+	}
+	out := make(map[string]cli.CommandFactory, len(all))
+	for name, cmd := range all {
+		out[name] = func() (cli.Command, error) { return cmd, nil }
+	}
+	return out
+}

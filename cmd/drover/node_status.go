@@ -1,0 +1,107 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// NodeStatusCommand is `drover node status`: every node, or one node with
+// its resources and allocations.
+type NodeStatusCommand struct{ Meta }
+
+func (c *NodeStatusCommand) Synopsis() string { return "Lists nodes, or shows one node" }
+
+func (c *NodeStatusCommand) Help() string {
+	return strings.TrimSpace(`
+Usage: drover node status [options] [node]
+
+  Without an argument, lists the nodes. With a node ID or unique prefix,
+  shows the node, its drivers, the resources its allocations use and its
+  allocations.
+` + clientOptionsUsage() + `
+
+Node Status Options:
+
+  -verbose
+    Show full IDs.
+` + outputOptionsUsage)
+}
+
+func (c *NodeStatusCommand) Run(args []string) int {
+	fs := c.FlagSet("node status", c.Help, flagSetClient)
+	verbose := fs.Bool("verbose", false, "")
+	out := addOutputFlags(fs)
+	cl, id, ok := c.listOrShow(fs, args, "[node]")
+	if !ok {
+		return 1
+	}
+	v := *verbose
+	if id == "" {
+		nodes, _, err := cl.Nodes().List(nil)
+		if err != nil {
+			return c.errorf("querying nodes", err)
+		}
+		if out.wanted() {
+			return out.write(&c.Meta, nodes)
+		}
+		printList(c.Stdout, "No nodes registered", "ID\tNode Pool\tDC\tName\tClass\tDrain\tEligibility\tStatus", len(nodes), func(i int) string {
+			n := nodes[i]
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%t\t%s\t%s", limit(n.ID, v), n.NodePool, n.Datacenter, n.Name,
+				orNA(n.NodeClass), n.Drain, n.SchedulingEligibility, n.Status)
+		})
+		return 0
+	}
+	n, err := c.nodeByPrefix(cl, id)
+	if err != nil {
+		return c.errorf("", err)
+	}
+	if out.wanted() {
+		return out.write(&c.Meta, n)
+	}
+	allocs, _, err := cl.Nodes().Allocations(n.ID, nil)
+	if err != nil {
+		return c.errorf("querying node allocations", err)
+	}
+	var drivers []string
+	for _, d := range sortedKeys(n.Drivers) {
+		if n.Drivers[d].Detected && n.Drivers[d].Healthy {
+			drivers = append(drivers, d)
+		}
+	}
+	var k kv
+	k.add("ID", n.ID).add("Name", n.Name).add("Node Pool", n.NodePool).add("Class", orNA(n.NodeClass)).
+		add("DC", n.Datacenter).add("Drain", n.Drain).add("Eligibility", n.SchedulingEligibility).
+		add("Status", n.Status).add("Drivers", strings.Join(drivers, ","))
+	k.write(c.Stdout)
+
+	var cpu, mem, disk int64
+	for _, a := range allocs {
+		if a.ClientStatus == api.AllocClientStatusComplete || a.ClientStatus == api.AllocClientStatusFailed ||
+			a.ClientStatus == api.AllocClientStatusLost || a.DesiredStatus != api.AllocDesiredStatusRun {
+			continue
+		}
+		if a.AllocatedResources != nil {
+			for _, t := range a.AllocatedResources.Tasks {
+				cpu += t.Cpu.CpuShares
+				mem += t.Memory.MemoryMB
+			}
+			disk += a.AllocatedResources.Shared.DiskMB
+		}
+	}
+	if r := n.NodeResources; r != nil {
+		fmt.Fprintln(c.Stdout, "\nAllocated Resources")
+		printList(c.Stdout, "", "CPU\tMemory\tDisk", 1, func(int) string {
+			return fmt.Sprintf("%d/%d MHz\t%d MiB/%d MiB\t%d MiB/%d MiB", cpu, r.Cpu.CpuShares, mem, r.Memory.MemoryMB, disk, r.Disk.DiskMB)
+		})
+	}
+	fmt.Fprintln(c.Stdout, "\nAllocations")
+	printNamespacedList(c.Stdout, "No allocations placed", "ID\tJob ID\tTask Group\tDesired\tStatus\tCreated", len(allocs),
+		func(i int) string { return allocs[i].Namespace },
+		func(i int) string {
+			a := allocs[i]
+			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", limit(a.ID, v), a.JobID, a.TaskGroup, a.DesiredStatus, a.ClientStatus, agoUnixNano(a.CreateTime))
+		})
+	return 0
+}

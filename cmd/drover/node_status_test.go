@@ -1,0 +1,35 @@
+package main
+
+import (
+	"encoding/json"
+	"testing"
+)
+
+func TestNodeStatus(t *testing.T) {
+	t.Parallel()
+	ta := newTestAgent(t)
+	mustCode(t, ta.run(t, "job", "run", writeFile(t, "n.json", serviceJobJSON("nodes", 1))), 0)
+	nodes, _, err := ta.client.Nodes().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := nodes[0].ID
+	r := ta.run(t, "node", "status")
+	mustCode(t, r, 0)
+	mustContain(t, r.stdout, "Node Pool", "dc1", "test-node", "ready", "eligible", id[:8])
+
+	// By prefix (Nomad's CLI takes node ID prefixes); the full ID echoed.
+	r = ta.run(t, "node", "status", id[:4])
+	mustCode(t, r, 0)
+	mustContain(t, r.stdout, "ID           = "+id, "Drivers      = raw_exec", "Allocated Resources", "100/", "nodes")
+
+	r = ta.run(t, "node", "status", "-json")
+	mustCode(t, r, 0)
+	var list []struct{ ID string }
+	if err := json.Unmarshal([]byte(r.stdout), &list); err != nil || len(list) != 1 || list[0].ID != id {
+		t.Fatalf("-json: %v\n%s", err, r.stdout)
+	}
+	r = ta.run(t, "node", "status", "ffffffff")
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, `Error: no node with prefix or id "ffffffff" found`)
+}

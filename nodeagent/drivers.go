@@ -1,0 +1,92 @@
+package nodeagent
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"time"
+
+	"go.uber.org/zap"
+
+	"github.com/drover-sched/drover/drivers"
+	"github.com/drover-sched/drover/drivers/catalog"
+	"github.com/drover-sched/drover/structs"
+)
+
+// driverFingerprintTimeout bounds one driver's fingerprint (a daemon that
+// does not answer is unhealthy, not a stuck agent).
+const driverFingerprintTimeout = 5 * time.Second
+
+// newDrivers creates the enabled drivers from the catalog of built-ins,
+// plus the extra ones (tests).
+func newDrivers(cfg *Config) (map[string]drivers.Driver, error) {
+	out := map[string]drivers.Driver{}
+	opts := drivers.Options{
+		Logger:            cfg.Logger.Named("driver"),
+		SupervisorCommand: cfg.SupervisorCommand,
+		SupervisorEnv:     cfg.SupervisorEnv,
+	}
+	for _, name := range cfg.EnabledDrivers {
+		b, ok := catalog.Lookup(name)
+		if !ok {
+			if d := cfg.ExtraDrivers[name]; d != nil {
+				out[name] = d
+				continue
+			}
+			return nil, fmt.Errorf("nodeagent: unknown driver %q", name)
+		}
+		d, err := b.New(opts)
+		if err != nil {
+			return nil, fmt.Errorf("nodeagent: driver %s: %w", name, err)
+		}
+		out[name] = d
+	}
+	return out, nil
+}
+
+// fingerprintDrivers asks every driver to describe itself now.
+func fingerprintDrivers(ds map[string]drivers.Driver) map[string]*structs.DriverInfo {
+	out := make(map[string]*structs.DriverInfo, len(ds))
+	for name, d := range ds {
+		ctx, cancel := context.WithTimeout(context.Background(), driverFingerprintTimeout)
+		out[name] = d.Fingerprint(ctx)
+		cancel()
+	}
+	return out
+}
+
+// cleanupAlloc has every driver remove what tasks of an alloc whose state
+// is gone left behind. It returns how many processes or containers were
+// removed.
+func (a *Agent) cleanupAlloc(d AllocDir, allocID string) int {
+	var stateDirs []string
+	if entries, err := os.ReadDir(d.Dir); err == nil {
+		for _, e := range entries {
+			if e.IsDir() && e.Name() != SharedAllocDirName {
+				stateDirs = append(stateDirs, d.TaskDir(e.Name()).StateDir)
+			}
+		}
+	}
+	n := 0
+	for _, drv := range a.drivers {
+		if c, ok := drv.(drivers.AllocCleaner); ok {
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			n += c.CleanupAlloc(ctx, allocID, stateDirs)
+			cancel()
+		}
+	}
+	return n
+}
+
+// closeDrivers releases the drivers' own resources (watchers, clients);
+// tasks keep running.
+func (a *Agent) closeDrivers() {
+	for name, d := range a.drivers {
+		if c, ok := d.(io.Closer); ok {
+			if err := c.Close(); err != nil {
+				a.logger.Warn("close driver", zap.String("driver", name), zap.Error(err))
+			}
+		}
+	}
+}

@@ -1,0 +1,177 @@
+package embedded
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/drover-sched/drover/structs"
+)
+
+// Node usage records. Bucket node_usage maps a node ID to what its
+// resource-holding allocs hold together. Every write that places an alloc,
+// changes whether one holds resources (a stop, a client report, a lost
+// node) or removes one (GC) moves the record in the same transaction
+// (wtx.saveAlloc, wtx.dropAlloc), so usage is never recomputed from the
+// allocs and is released exactly once: a transaction that aborts rolls the
+// record back with the allocs.
+//
+// Record format (version 1), all integers signed varints
+// (encoding/binary.AppendVarint):
+//
+//	byte 0:   format version (1)
+//	varint:   CPU MHz held
+//	varint:   memory MiB held
+//	varint:   disk MiB held
+//	varint:   number of allocs holding resources
+//
+// A later version appends fields (ports, with the workload issue); a
+// reader takes the fields present and leaves the rest zero.
+
+const usageFormat = 1
+
+// usageRec is one node's usage record.
+type usageRec struct {
+	res    structs.ComparableResources
+	allocs int64
+}
+
+func encodeUsage(u usageRec) []byte {
+	b := make([]byte, 1, 1+4*binary.MaxVarintLen64)
+	b[0] = usageFormat
+	for _, v := range []int64{u.res.CPU, u.res.MemoryMB, u.res.DiskMB, u.allocs} {
+		b = binary.AppendVarint(b, v)
+	}
+	return b
+}
+
+func decodeUsage(b []byte) (usageRec, error) {
+	var u usageRec
+	if len(b) == 0 {
+		return u, nil
+	}
+	if b[0] < 1 {
+		return u, fmt.Errorf("usage record format %d unknown", b[0])
+	}
+	fields := []*int64{&u.res.CPU, &u.res.MemoryMB, &u.res.DiskMB, &u.allocs}
+	rest := b[1:]
+	for _, f := range fields {
+		if len(rest) == 0 {
+			break
+		}
+		v, n := binary.Varint(rest)
+		if n <= 0 {
+			return u, errors.New("usage record truncated")
+		}
+		*f, rest = v, rest[n:]
+	}
+	return u, nil
+}
+
+// holding is what one alloc holds on its node (zero unless it holds
+// resources).
+type holding struct {
+	node string
+	res  structs.ComparableResources
+	held bool
+}
+
+func holdingOf(a *structs.Allocation) holding {
+	if a == nil || !a.HoldsResources() {
+		return holding{}
+	}
+	return holding{node: a.NodeID, res: a.AllocatedResources.Comparable(), held: true}
+}
+
+// usageOf returns the node's usage as this transaction has it (loaded
+// once, then changed in memory; flushUsage writes it back).
+func (w *wtx) usageOf(nodeID string) (*usageRec, error) {
+	if u, ok := w.usage[nodeID]; ok {
+		return u, nil
+	}
+	u, err := decodeUsage(w.tx.Bucket(bNodeUsage).Get([]byte(nodeID)))
+	if err != nil {
+		return nil, fmt.Errorf("node %s: %w", nodeID, err)
+	}
+	w.usage[nodeID] = &u
+	return &u, nil
+}
+
+// moveUsage replaces what was held (before a change) by what is held now.
+func (w *wtx) moveUsage(was, now holding) error {
+	if was.held {
+		u, err := w.usageOf(was.node)
+		if err != nil {
+			return err
+		}
+		u.res = u.res.Sub(was.res)
+		u.allocs--
+	}
+	if now.held {
+		u, err := w.usageOf(now.node)
+		if err != nil {
+			return err
+		}
+		u.res = u.res.Add(now.res)
+		u.allocs++
+	}
+	return nil
+}
+
+// flushUsage writes the usage records the transaction changed. A negative
+// record means an alloc was released twice: the write is refused rather
+// than corrupting the books.
+func (w *wtx) flushUsage() error {
+	b := w.tx.Bucket(bNodeUsage)
+	for id, u := range w.usage {
+		if u.res.CPU < 0 || u.res.MemoryMB < 0 || u.res.DiskMB < 0 || u.allocs < 0 {
+			return fmt.Errorf("usage of node %s would become negative (%+v, %d allocs): an alloc released twice", id, u.res, u.allocs)
+		}
+		if err := b.Put([]byte(id), encodeUsage(*u)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// saveAlloc writes a, whose stored state held was (holding{} for a new
+// alloc), and moves its node's usage by the change.
+func (w *wtx) saveAlloc(was holding, a *structs.Allocation) error {
+	if err := w.moveUsage(was, holdingOf(a)); err != nil {
+		return err
+	}
+	return putAlloc(w.tx, a)
+}
+
+// rebuildUsage computes every node's usage record from the allocs: once,
+// when a state file written before usage records existed is opened.
+func rebuildUsage(tx *bolt.Tx) error {
+	recs := map[string]*usageRec{}
+	c := tx.Bucket(bAllocs).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		a, err := decodeAlloc(v)
+		if err != nil {
+			return err
+		}
+		h := holdingOf(a)
+		if !h.held {
+			continue
+		}
+		u, ok := recs[h.node]
+		if !ok {
+			u = &usageRec{}
+			recs[h.node] = u
+		}
+		u.res = u.res.Add(h.res)
+		u.allocs++
+	}
+	b := tx.Bucket(bNodeUsage)
+	for id, u := range recs {
+		if err := b.Put([]byte(id), encodeUsage(*u)); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bMeta).Put(keyUsageBuilt, putUint(usageFormat))
+}
