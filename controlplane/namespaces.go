@@ -23,7 +23,8 @@ const maxNamespaceDescription = 256
 // defaultNamespace is the built-in namespace, present whether or not it
 // was ever written.
 func defaultNamespace() *structs.Namespace {
-	return &structs.Namespace{Name: structs.DefaultNamespace, Description: structs.DefaultNamespaceDescription}
+	return &structs.Namespace{Name: structs.DefaultNamespace, Description: structs.DefaultNamespaceDescription,
+		CreateIndex: 1, ModifyIndex: 1}
 }
 
 // Namespace returns a namespace; "default" always exists.

@@ -35,14 +35,23 @@ const minFuzzyText = 2
 
 var prefixContexts = []string{searchAllocs, searchDeployments, searchEvals, searchJobs, searchNamespaces, searchNodes}
 
+// QueryOptionsBody are the fields of Nomad's QueryOptions, which its Go
+// client embeds in search request bodies. Namespace is honoured (after
+// ?namespace=); the others are accepted and have no effect on a search.
+type QueryOptionsBody struct {
+	Region, Namespace, AuthToken, Filter, NextToken, Prefix string
+	AllowStale, Reverse                                     bool
+	WaitIndex                                               uint64
+	WaitTime                                                int64
+	PerPage                                                 int32
+	Params, Headers                                         map[string]string
+}
+
 // SearchRequest is Nomad's body of PUT /v1/search.
 type SearchRequest struct {
 	Prefix  string
 	Context string
-	// QueryOptions' fields, as Nomad's client sends them.
-	Region, Namespace, AuthToken string
-	AllowStale                   bool
-	Params                       map[string]string
+	QueryOptionsBody
 }
 
 // SearchResponse is Nomad's answer: IDs matching the prefix per context,
@@ -59,10 +68,7 @@ type SearchResponse struct {
 type FuzzySearchRequest struct {
 	Text    string
 	Context string
-	// QueryOptions' fields, as Nomad's client sends them.
-	Region, Namespace, AuthToken string
-	AllowStale                   bool
-	Params                       map[string]string
+	QueryOptionsBody
 }
 
 // FuzzyMatch is one fuzzy match: the matched name and the IDs that scope
