@@ -205,7 +205,8 @@ func TestAWSHomeEndToEnd(t *testing.T) {
 	suffix := fmt.Sprint(time.Now().UnixNano() % 1e9)
 	fnEnv := []string{"DROVER_TABLE=" + table, "DROVER_QUEUE_URL=" + queueURL, "DROVER_QUEUE_ARN=" + queueARN,
 		"DROVER_SCHEDULER_ROLE_ARN=arn:aws:iam::000000000000:role/drover-scheduler", "DROVER_SCHEDULE_GROUP=" + group,
-		"DROVER_BOOTSTRAP_TOKEN_HASH=" + acl.Hash(token), "DROVER_LOG_LEVEL=info", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256"}
+		"DROVER_BOOTSTRAP_TOKEN_HASH=" + acl.Hash(token), "DROVER_LOG_LEVEL=info", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
+		"DROVER_NODE_ROLE_ARNS=arn:aws:iam::000000000000:role/drover-node"}
 
 	// The functions: created on the endpoint, their bootstraps polling its
 	// Runtime API.
@@ -257,7 +258,7 @@ func TestAWSHomeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, gw := start(t, "gateway", nil, true, lsBin, "gateway", "-api-function", fns["api"], "-authorizer-function", fns["authorizer"],
-		"-iam-userid", nodeID)
+		"-iam-userid", nodeID, "-iam-userarn", "arn:aws:sts::000000000000:assumed-role/drover-node/aws-e2e")
 	if !strings.HasPrefix(gw, "http://") {
 		t.Fatalf("gateway printed %q", gw)
 	}

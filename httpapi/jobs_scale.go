@@ -33,7 +33,7 @@ type ScalingRequest struct {
 // the scaling event; a JobModifyIndex that is no longer current is 409.
 func (s *Server) scaleJob(w http.ResponseWriter, r *http.Request) {
 	var req ScalingRequest
-	if err := decodeStrictBody(r, &req); err != nil {
+	if err := decodeStrictBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -72,7 +72,7 @@ func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
 // create or update (Description, Meta), after Nomad's rules.
 func (s *Server) putNamespace(w http.ResponseWriter, r *http.Request) {
 	var req NamespaceRequest
-	if err := decodeStrictBody(r, &req); err != nil {
+	if err := decodeStrictBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}

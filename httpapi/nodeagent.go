@@ -3,7 +3,6 @@ package httpapi
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -109,21 +108,6 @@ func (s *Server) authorizeNode(w http.ResponseWriter, r *http.Request, nodeID st
 func decodeBody(r *http.Request, v any) error {
 	dec := json.NewDecoder(io.LimitReader(r.Body, maxNodeBody))
 	if err := dec.Decode(v); err != nil {
-		return badRequestf("decode request body: %v", err)
-	}
-	return nil
-}
-
-// decodeStrictBody decodes a JSON body of an API write, refusing unknown
-// fields (a misspelt field would otherwise be silently dropped) with a 400
-// naming them.
-func decodeStrictBody(r *http.Request, v any) error {
-	dec := json.NewDecoder(io.LimitReader(r.Body, maxNodeBody))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		if errors.Is(err, io.EOF) {
-			return badRequestf("request body: is empty, want a JSON object")
-		}
 		return badRequestf("decode request body: %v", err)
 	}
 	return nil

@@ -56,7 +56,7 @@ func (s *Server) setSchedulerConfig(w http.ResponseWriter, r *http.Request) {
 		cas = &n
 	}
 	var cfg structs.SchedulerConfiguration
-	if err := decodeStrictBody(r, &cfg); err != nil {
+	if err := decodeStrictBody(w, r, &cfg); err != nil {
 		s.fail(w, r, err)
 		return
 	}

@@ -96,7 +96,7 @@ var searchTables = []string{storage.TableJobs, storage.TableAllocs, storage.Tabl
 // each, as Nomad.
 func (s *Server) search(w http.ResponseWriter, r *http.Request) {
 	var req SearchRequest
-	if err := decodeStrictBody(r, &req); err != nil {
+	if err := decodeStrictBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -222,7 +222,7 @@ var fuzzyContexts = []string{searchAllocs, searchCommands, searchGroups, searchJ
 // first, at most 20 per context, as Nomad.
 func (s *Server) fuzzySearch(w http.ResponseWriter, r *http.Request) {
 	var req FuzzySearchRequest
-	if err := decodeStrictBody(r, &req); err != nil {
+	if err := decodeStrictBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}

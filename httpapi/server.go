@@ -217,6 +217,7 @@ func (s *Server) routes() {
 	}
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
+	s.jobsParseRoutes()
 }
 
 // checkQuery refuses a query string that does not parse and a region

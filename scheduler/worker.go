@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 	"time"
 
@@ -17,6 +18,14 @@ type Consumer interface {
 	Ack(evalID, token string) error
 	Nack(evalID, token, reason string) error
 	Enqueue(ctx context.Context, evals ...*structs.Evaluation) error
+}
+
+// DefaultWorkers is how many evaluation workers a server runs unless told:
+// one per CPU core the process may use, at least 2 (Nomad's
+// num_schedulers defaults to the core count). Evaluations of different
+// jobs compute in parallel on them; commits are serialized by the store.
+func DefaultWorkers() int {
+	return max(2, runtime.GOMAXPROCS(0))
 }
 
 // pausePoll is how often paused workers look whether processing resumed.

@@ -288,6 +288,11 @@ type Store interface {
 	// Deployments lists deployments whose ID starts with prefix, in
 	// namespace ("" or "*" for all), newest first.
 	Deployments(ctx context.Context, namespace, prefix string) ([]*structs.Deployment, error)
+	// ActiveDeployments lists the deployments not yet terminal
+	// (structs.Deployment.Active) in every namespace, newest first: what
+	// the deployment watcher looks at each tick. Its cost grows with the
+	// active deployments, not with all the deployments kept.
+	ActiveDeployments(ctx context.Context) ([]*structs.Deployment, error)
 	// UpdateDeploymentStatus sets a deployment's status and writes evals
 	// with it, atomically. A deployment that becomes successful marks its
 	// job version stable. ErrNotFound for an unknown deployment.

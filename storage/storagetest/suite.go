@@ -49,6 +49,8 @@ func Run(t *testing.T, newStore Factory) {
 		{"TableIndexes", testIndexes},
 		{"UsageMaintained", testUsageMaintained},
 		{"CandidateNodes", testCandidateNodes},
+		{"EvalStatusFilter", testEvalStatusFilter},
+		{"ActiveDeployments", testActiveDeployments},
 		{"JobSubmissions", testJobSubmissions},
 		{"NodeEvents", testNodeEvents},
 		{"Namespaces", testNamespaces},
