@@ -78,3 +78,10 @@ func (c *CachedConfig) Invalidate() {
 func (c *CachedConfig) Paused(ctx context.Context) bool {
 	return c.Get(ctx).PauseEvalBroker
 }
+
+// Paused reports whether evaluation processing is paused by the
+// scheduler configuration (the evaluate function asks before it counts a
+// delivery as an attempt).
+func (e *Evaluator) Paused(ctx context.Context) bool {
+	return e.Config.Paused(ctx)
+}

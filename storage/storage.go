@@ -262,7 +262,9 @@ type Store interface {
 	AllocsByEval(ctx context.Context, evalID string) ([]*structs.Allocation, error)
 	// UpdateAllocsFromClient applies a node's report (client status and
 	// description, task states, deployment health) to allocs of that node
-	// and returns what changed. An alloc of another node is an error;
+	// and returns what changed. Health counts only when the report's
+	// DeploymentID is the alloc's current deployment (see
+	// ApplyClientUpdate). An alloc of another node is an error;
 	// an unknown alloc is skipped (it may have been garbage collected).
 	// An alloc that becomes terminal releases what it held from its
 	// node's usage record in the same transaction.
