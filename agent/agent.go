@@ -171,7 +171,7 @@ func (a *Agent) newServer() error {
 }
 
 func (a *Agent) newClient() error {
-	var cp nodeagent.ControlPlane = a.service
+	var cp nodeagent.ControlPlane = localControlPlane{a.service}
 	if a.cfg.ControlPlane != nil {
 		cp = a.cfg.ControlPlane
 	} else if !a.cfg.Server {

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/jobfile"
 	"github.com/drover-sched/drover/jobspec"
 )
 
@@ -43,8 +44,23 @@ func mustContain(t *testing.T, out string, wants ...string) {
 // TestExamplesAreValidJobs: every job in examples/ decodes and validates.
 func TestExamplesAreValidJobs(t *testing.T) {
 	files, _ := filepath.Glob("../examples/*.json")
-	if len(files) == 0 {
+	hclFiles, _ := filepath.Glob("../examples/*.nomad.hcl")
+	if len(files) == 0 || len(hclFiles) == 0 {
 		t.Fatal("no examples")
+	}
+	for _, f := range hclFiles {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		job, err := jobfile.Parse(jobfile.Config{Path: f, Source: src})
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		if _, err := jobspec.FromAPI(job); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 	for _, f := range files {
 		b, err := os.Open(f)
@@ -134,11 +150,16 @@ func TestCLI(t *testing.T) {
 	if code != 1 || !strings.Contains(out, "missing.json") {
 		t.Fatalf("missing file: exit %d\n%s", code, out)
 	}
-	notJSON := filepath.Join(dir, "job.hcl")
-	os.WriteFile(notJSON, []byte(`job "x" { }`), 0o644)
-	out, code = cli(t, addr, "job", "run", notJSON)
-	if code != 1 || !strings.Contains(out, "-output") {
-		t.Fatalf("HCL file: exit %d\n%s", code, out)
+	// HCL job files are read; the server still judges the job.
+	emptyHCL := filepath.Join(dir, "job.hcl")
+	os.WriteFile(emptyHCL, []byte(`job "x" { }`), 0o644)
+	out, code = cli(t, addr, "job", "run", emptyHCL)
+	if code != 1 || !strings.Contains(out, "400") || !strings.Contains(out, "TaskGroups") {
+		t.Fatalf("HCL job without groups: exit %d\n%s", code, out)
+	}
+	out, code = cli(t, addr, "job", "run", "-detach", "-var", "count=1", "../examples/hello.nomad.hcl")
+	if code != 0 || !strings.Contains(out, "Job registration successful") {
+		t.Fatalf("HCL example: exit %d\n%s", code, out)
 	}
 
 	// A job that cannot be placed: exit 2 and the reason.

@@ -177,6 +177,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/deployment/allocations/{id}", s.deploymentAllocations)
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
+	s.jobsParseRoutes()
 }
 
 // checkQuery refuses a query string that does not parse and a region

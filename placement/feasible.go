@@ -6,8 +6,10 @@ package placement
 
 import (
 	"fmt"
+	"math"
 	"path"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -51,6 +53,8 @@ func resolveTarget(target string, n *structs.Node) (string, bool) {
 type constraintChecker struct {
 	regexps  map[string]*regexp.Regexp
 	versions map[string]version.Constraints
+	// evaluated counts the constraints checked against a node.
+	evaluated int
 }
 
 func newConstraintChecker() *constraintChecker {
@@ -65,6 +69,7 @@ func (cc *constraintChecker) meets(c *structs.Constraint, n *structs.Node) bool 
 	case structs.ConstraintDistinctHosts, structs.ConstraintDistinctProp:
 		return true
 	}
+	cc.evaluated++
 	l, lok := resolveTarget(c.LTarget, n)
 	r, rok := resolveTarget(c.RTarget, n)
 	switch c.Operand {
@@ -241,10 +246,11 @@ func distinctHostsScope(job *structs.Job, tg *structs.TaskGroup) (applies, jobLe
 }
 
 // distinctPropertyLimits returns the group's distinct_property constraints
-// (job and group level) with their allowed count per value (RTarget, or 1).
-func distinctPropertyLimits(job *structs.Job, tg *structs.TaskGroup) []propertyLimit {
+// (job and group level) with their allowed count per value (RTarget, or
+// 1), each tied to its tally among counts.
+func distinctPropertyLimits(job *structs.Job, tg *structs.TaskGroup, counts []*propertyCount) []propertyLimit {
 	var out []propertyLimit
-	add := func(cs []*structs.Constraint, jobLevel bool) {
+	add := func(cs []*structs.Constraint, group string) {
 		for _, c := range cs {
 			if c.Operand != structs.ConstraintDistinctProp {
 				continue
@@ -255,18 +261,77 @@ func distinctPropertyLimits(job *structs.Job, tg *structs.TaskGroup) []propertyL
 					limit = n
 				}
 			}
-			out = append(out, propertyLimit{target: c.LTarget, limit: limit, jobLevel: jobLevel,
-				label: fmt.Sprintf("distinct_property: %s", c.LTarget)})
+			for _, pc := range counts {
+				if pc.target == c.LTarget && pc.group == group {
+					out = append(out, propertyLimit{count: pc, limit: limit,
+						label: fmt.Sprintf("distinct_property: %s", c.LTarget)})
+					break
+				}
+			}
 		}
 	}
-	add(job.Constraints, true)
-	add(tg.Constraints, false)
+	add(job.Constraints, "")
+	add(tg.Constraints, tg.Name)
 	return out
 }
 
 type propertyLimit struct {
-	target   string
-	limit    int
-	jobLevel bool
-	label    string
+	count *propertyCount
+	limit int
+	label string
+}
+
+// propertyCount tallies the job's live allocs (existing and placed by the
+// plan) per value of one distinct_property target, over the whole job
+// (group "") or one task group, so that checking a node costs one lookup
+// rather than a walk over every node. Nodes without the property hold
+// none: they never take an alloc under the constraint.
+type propertyCount struct {
+	target     string
+	group      string
+	groupIndex int // of group in the job's groups; -1 for the whole job
+	byValue    map[string]int
+}
+
+// newPropertyCounts returns one empty tally per distinct target of the
+// job's distinct_property constraints, job-level and per group.
+func newPropertyCounts(job *structs.Job, groupIndex map[string]int) []*propertyCount {
+	var out []*propertyCount
+	add := func(cs []*structs.Constraint, group string, gi int) {
+		for _, c := range cs {
+			if c.Operand != structs.ConstraintDistinctProp {
+				continue
+			}
+			if slices.ContainsFunc(out, func(pc *propertyCount) bool { return pc.target == c.LTarget && pc.group == group }) {
+				continue
+			}
+			out = append(out, &propertyCount{target: c.LTarget, group: group, groupIndex: gi, byValue: map[string]int{}})
+		}
+	}
+	add(job.Constraints, "", -1)
+	for _, tg := range job.TaskGroups {
+		add(tg.Constraints, tg.Name, groupIndex[tg.Name])
+	}
+	return out
+}
+
+// add counts delta allocs of the group with index gi (known: one of the
+// job's groups) on node n.
+func (pc *propertyCount) add(n *structs.Node, gi int, known bool, delta int) {
+	if pc.groupIndex >= 0 && (!known || gi != pc.groupIndex) {
+		return
+	}
+	if v, ok := resolveTarget(pc.target, n); ok {
+		pc.byValue[v] += delta
+	}
+}
+
+// of returns the count for node n's value of the property, or MaxInt32
+// when the node lacks it.
+func (pc *propertyCount) of(n *structs.Node) int {
+	v, ok := resolveTarget(pc.target, n)
+	if !ok {
+		return math.MaxInt32
+	}
+	return pc.byValue[v]
 }

@@ -1,8 +1,8 @@
 package placement
 
 import (
-	"math"
-	"sort"
+	"slices"
+	"strings"
 
 	"github.com/drover-sched/drover/structs"
 )
@@ -14,233 +14,298 @@ type NodeCandidate struct {
 	Used structs.ComparableResources
 }
 
-// maxScoreMetaData is how many of the best node scores a placement keeps in
-// its metrics (Nomad keeps the top 5).
-const maxScoreMetaData = 5
+// Options tune a Placer.
+type Options struct {
+	// EvalID seeds the order in which nodes are visited, as Nomad seeds
+	// its node shuffle from the eval: the same eval over the same nodes
+	// visits them in the same order, so a replay chooses the same nodes.
+	EvalID string
+	// Exhaustive scores every feasible node for every placement, in node
+	// ID order, instead of a sample (the scoring drover did before it
+	// sampled). It costs placements × nodes; it exists to measure the
+	// sample's quality against.
+	Exhaustive bool
+}
 
 // Placer chooses nodes for one job's placements. It remembers what it has
 // placed and released so far, so that one plan never over-commits a node
-// on its own (the commit re-checks against concurrent plans).
+// on its own (the commit re-checks against concurrent plans). Like
+// Nomad's generic scheduler it scores a bounded sample of the candidates
+// (ready nodes of the job's pool and datacenters) per placement, not every
+// node: see select.go.
 type Placer struct {
-	job   *structs.Job
-	nodes []*nodeState // sorted by node ID
-	byID  map[string]*nodeState
-	cc    *constraintChecker
+	job     *structs.Job
+	opts    Options
+	nodes   []*nodeState // every node, sorted by ID
+	byID    map[string]*nodeState
+	cc      *constraintChecker
+	classes *nodeClasses
+
+	// order holds the candidates in visit order; offset is where the
+	// next placement's walk starts.
+	order  []*nodeState
+	offset int
+	// limit is how many feasible nodes with room a placement's walk
+	// scores. recent are the nodes the last placements chose (at most
+	// limit), scored again with every sample; nextRecent is the one a new
+	// recent node replaces.
+	limit      int
+	recent     []*nodeState
+	nextRecent int
+	samples    int // placements sampled so far
+
+	// nodesInPool and available (ready nodes per datacenter) are the same
+	// for every placement; available is shared, read-only, by every
+	// placement's metrics.
+	nodesInPool int
+	available   map[string]int
+
+	// groupIndex numbers the job's task groups; groups holds what each
+	// placed group needs, prepared once.
+	groupIndex map[string]int
+	groups     map[*structs.TaskGroup]*groupPlan
+	// properties count live allocs per value of each distinct_property
+	// target.
+	properties []*propertyCount
 }
 
 type nodeState struct {
-	node *structs.Node
-	used structs.ComparableResources
-	// groupAllocs counts the job's live allocs per task group on the node
-	// (existing and placed by this plan), for anti-affinity and
-	// distinct_hosts.
-	groupAllocs map[string]int
+	node      *structs.Node
+	capacity  structs.ComparableResources
+	used      structs.ComparableResources
+	candidate bool // in the job's pool and datacenters, and ready
+	class     int  // its class ID (class.go); -1 until first looked at
+	recent    bool // in Placer.recent
+	sampled   int  // the last sample that looked at it as a recent node
+	// groupAllocs counts the job's live allocs per task group (by group
+	// index) on the node, existing and placed by this plan, for
+	// anti-affinity and distinct_hosts; jobAllocs counts all of them.
+	groupAllocs []int32
 	jobAllocs   int
 }
 
 // NewPlacer prepares placement of job's groups over nodes. live are the
-// job's allocations that keep running (not stopped by this plan); they
-// count for anti-affinity and distinct_hosts / distinct_property.
-func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocation) *Placer {
-	p := &Placer{job: job, byID: make(map[string]*nodeState, len(nodes)), cc: newConstraintChecker()}
-	for _, c := range nodes {
-		ns := &nodeState{node: c.Node, used: c.Used, groupAllocs: map[string]int{}}
-		p.nodes = append(p.nodes, ns)
+// job's non-terminal allocations, those the plan stops included (Release
+// them); they count for anti-affinity and distinct_hosts /
+// distinct_property.
+func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocation, opts Options) *Placer {
+	p := &Placer{
+		job: job, opts: opts, byID: make(map[string]*nodeState, len(nodes)), cc: newConstraintChecker(), classes: newNodeClasses(),
+		available: map[string]int{}, groupIndex: make(map[string]int, len(job.TaskGroups)),
+		groups: map[*structs.TaskGroup]*groupPlan{},
+	}
+	for i, tg := range job.TaskGroups {
+		p.groupIndex[tg.Name] = i
+	}
+	states := make([]nodeState, len(nodes))
+	counts := make([]int32, len(nodes)*len(job.TaskGroups))
+	p.nodes = make([]*nodeState, len(nodes))
+	for i, c := range nodes {
+		ns := &states[i]
+		*ns = nodeState{node: c.Node, capacity: c.Node.Capacity(), used: c.Used, class: -1,
+			groupAllocs: counts[i*len(job.TaskGroups) : (i+1)*len(job.TaskGroups)]}
+		p.nodes[i] = ns
 		p.byID[c.Node.ID] = ns
 	}
-	sort.Slice(p.nodes, func(i, j int) bool { return p.nodes[i].node.ID < p.nodes[j].node.ID })
+	slices.SortFunc(p.nodes, func(a, b *nodeState) int { return strings.Compare(a.node.ID, b.node.ID) })
+	for _, ns := range p.nodes {
+		n := ns.node
+		if !inNodePool(n, job.NodePool) {
+			continue
+		}
+		p.nodesInPool++
+		if !inDatacenters(n.Datacenter, job.Datacenters) || !n.Ready() {
+			continue
+		}
+		p.available[n.Datacenter]++
+		ns.candidate = true
+		p.order = append(p.order, ns)
+	}
+	p.properties = newPropertyCounts(job, p.groupIndex)
 	for _, a := range live {
 		if ns, ok := p.byID[a.NodeID]; ok && !a.TerminalStatus() {
-			ns.groupAllocs[a.TaskGroup]++
-			ns.jobAllocs++
+			p.count(ns, a.TaskGroup, 1)
 		}
+	}
+	if !opts.Exhaustive {
+		shuffle(p.order, opts.EvalID)
+		p.limit = sampleLimit(len(p.order), job.Type == structs.JobTypeBatch)
 	}
 	return p
 }
 
-// Release returns what a stopped alloc held on its node to the pool, so a
-// replacement in the same plan can use the room (Nomad's plan applier
-// removes a plan's stops before it fits its placements).
+// count adds delta allocs of group to node ns's tallies and to the
+// distinct_property counts.
+func (p *Placer) count(ns *nodeState, group string, delta int) {
+	gi, known := p.groupIndex[group]
+	if known {
+		ns.groupAllocs[gi] += int32(delta)
+	}
+	ns.jobAllocs += delta
+	for _, pc := range p.properties {
+		pc.add(ns.node, gi, known, delta)
+	}
+}
+
+// Release returns what a stopped alloc (one of NewPlacer's live allocs)
+// held on its node to the pool, so a replacement in the same plan can use
+// the room (Nomad's plan applier removes a plan's stops before it fits its
+// placements); it no longer counts for anti-affinity, distinct_hosts or
+// distinct_property.
 func (p *Placer) Release(a *structs.Allocation) {
 	ns, ok := p.byID[a.NodeID]
 	if !ok || a.TerminalStatus() {
 		return
 	}
 	ns.used = ns.used.Sub(a.AllocatedResources.Comparable())
-	if ns.groupAllocs[a.TaskGroup] > 0 {
-		ns.groupAllocs[a.TaskGroup]--
-		ns.jobAllocs--
-	}
+	p.count(ns, a.TaskGroup, -1)
 }
 
 // Reserve takes back the room Release returned for a (a stop that was
-// dropped from the plan after all).
+// dropped from the plan after all), and counts it again.
 func (p *Placer) Reserve(a *structs.Allocation) {
 	ns, ok := p.byID[a.NodeID]
 	if !ok || a.TerminalStatus() {
 		return
 	}
 	ns.used = ns.used.Add(a.AllocatedResources.Comparable())
-	ns.groupAllocs[a.TaskGroup]++
-	ns.jobAllocs++
+	p.count(ns, a.TaskGroup, 1)
 }
 
 // Place chooses the best feasible node for one alloc of tg and reserves
-// the resources there. preferNode, when set and feasible, wins (sticky
-// ephemeral disk keeps a replacement on its node). Nodes in penalize score
-// lower (a rescheduled alloc avoids the nodes it failed on, as Nomad's
+// the resources there. preferNode, when set and feasible with room, wins
+// (sticky ephemeral disk keeps a replacement on its node; Nomad tries its
+// preferred nodes before the others). Nodes in penalize score lower (a
+// rescheduled alloc avoids the nodes it failed on, as Nomad's
 // node-reschedule-penalty). It returns nil and the metrics explaining why
 // when no node fits.
 func (p *Placer) Place(tg *structs.TaskGroup, preferNode string, penalize map[string]bool) (*structs.Node, *structs.AllocMetric) {
-	m := &structs.AllocMetric{NodePool: p.job.NodePool, NodesAvailable: map[string]int{}}
-	ask := tg.CombinedResources()
-	distinct, jobLevel := distinctHostsScope(p.job, tg)
-	props := distinctPropertyLimits(p.job, tg)
-	constraints := groupConstraints(p.job, tg)
-
-	var best *nodeState
-	var bestScore float64
-	var scores []*structs.NodeScoreMeta
-	for _, ns := range p.nodes {
-		n := ns.node
-		if !inNodePool(n, p.job.NodePool) {
-			continue
-		}
-		m.NodesInPool++
-		if !inDatacenters(n.Datacenter, p.job.Datacenters) {
-			continue
-		}
-		if !n.Ready() {
-			continue
-		}
-		m.NodesAvailable[n.Datacenter]++
-		m.NodesEvaluated++
-		if reason := p.infeasible(tg, n, constraints, distinct, jobLevel, props, ns); reason != "" {
-			m.NodesFiltered++
-			if m.ConstraintFiltered == nil {
-				m.ConstraintFiltered = map[string]int{}
-			}
-			m.ConstraintFiltered[reason]++
-			continue
-		}
-		free := n.Capacity().Sub(ns.used)
-		if ok, dim := free.Superset(ask); !ok {
-			m.NodesExhausted++
-			if m.DimensionExhausted == nil {
-				m.DimensionExhausted = map[string]int{}
-			}
-			m.DimensionExhausted[dim]++
-			continue
-		}
-		score := p.score(tg, ns, ask, penalize[n.ID])
-		scores = append(scores, score)
-		if n.ID == preferNode {
-			best, bestScore = ns, math.Inf(1)
-			continue
-		}
-		if best == nil || score.NormScore > bestScore {
-			best, bestScore = ns, score.NormScore
+	g := p.group(tg)
+	m := p.newMetric()
+	var top topScores
+	var pick *nodeState
+	if ns := p.byID[preferNode]; preferNode != "" && ns != nil && ns.candidate {
+		if s, ok := p.consider(g, ns, penalize, m); ok {
+			top.add(s)
+			pick = ns
+		} else {
+			m = p.newMetric()
 		}
 	}
-	sort.SliceStable(scores, func(i, j int) bool { return scores[i].NormScore > scores[j].NormScore })
-	if len(scores) > maxScoreMetaData {
-		scores = scores[:maxScoreMetaData]
+	switch {
+	case pick != nil:
+	case p.opts.Exhaustive:
+		pick = p.exhaustive(g, penalize, m, &top)
+	default:
+		pick = p.sample(g, penalize, m, &top)
 	}
-	m.ScoreMetaData = scores
-	if best == nil {
+	m.ScoreMetaData = top.meta()
+	if pick == nil {
 		return nil, m
 	}
-	best.used = best.used.Add(ask)
-	best.groupAllocs[tg.Name]++
-	best.jobAllocs++
-	return best.node, m
+	pick.used = pick.used.Add(g.ask)
+	p.count(pick, tg.Name, 1)
+	return pick.node, m
 }
 
-// infeasible returns why node n cannot take an alloc of tg, in the words
-// Nomad puts in ConstraintFiltered, or "".
-func (p *Placer) infeasible(tg *structs.TaskGroup, n *structs.Node, constraints []*structs.Constraint,
-	distinct, jobLevel bool, props []propertyLimit, ns *nodeState) string {
-	if d := missingDriver(tg, n); d != "" {
-		return "missing drivers"
+func (p *Placer) newMetric() *structs.AllocMetric {
+	return &structs.AllocMetric{NodePool: p.job.NodePool, NodesInPool: p.nodesInPool, NodesAvailable: p.available}
+}
+
+// consider checks one candidate for an alloc of g: feasibility, then room,
+// then its score. It counts the node in m.
+func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool, m *structs.AllocMetric) (score, bool) {
+	m.NodesEvaluated++
+	if reason := p.infeasible(g, ns); reason != "" {
+		m.NodesFiltered++
+		if m.ConstraintFiltered == nil {
+			m.ConstraintFiltered = map[string]int{}
+		}
+		m.ConstraintFiltered[reason]++
+		return score{}, false
 	}
-	for _, c := range constraints {
-		if !p.cc.meets(c, n) {
-			return c.String()
+	free := ns.capacity.Sub(ns.used)
+	if ok, dim := free.Superset(g.ask); !ok {
+		m.NodesExhausted++
+		if m.DimensionExhausted == nil {
+			m.DimensionExhausted = map[string]int{}
+		}
+		m.DimensionExhausted[dim]++
+		return score{}, false
+	}
+	return g.score(ns, penalize[ns.node.ID]), true
+}
+
+// groupPlan is what placing an alloc of one task group needs, prepared
+// once per Placer.
+type groupPlan struct {
+	tg          *structs.TaskGroup
+	index       int // in the job's groups; -1 if not one of them
+	ask         structs.ComparableResources
+	constraints []*structs.Constraint // the job's, the group's, its tasks'
+	labels      []string              // constraints[i].String(), Nomad's filter reason
+	escapes     []bool                // constraints[i] reads a unique node value
+	anyEscapes  bool
+	byClass     []int32 // the group's verdict per node class (classCheck)
+	distinct    bool    // distinct_hosts applies
+	jobLevel    bool    // ... across all the job's groups
+	limits      []propertyLimit
+}
+
+func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
+	if g, ok := p.groups[tg]; ok {
+		return g
+	}
+	g := &groupPlan{tg: tg, index: -1, ask: tg.CombinedResources(), constraints: groupConstraints(p.job, tg)}
+	if i, ok := p.groupIndex[tg.Name]; ok {
+		g.index = i
+	}
+	for _, c := range g.constraints {
+		escapes := escapesClass(c.LTarget) || escapesClass(c.RTarget)
+		g.labels = append(g.labels, c.String())
+		g.escapes = append(g.escapes, escapes)
+		g.anyEscapes = g.anyEscapes || escapes
+	}
+	g.distinct, g.jobLevel = distinctHostsScope(p.job, tg)
+	g.limits = distinctPropertyLimits(p.job, tg, p.properties)
+	p.groups[tg] = g
+	return g
+}
+
+// infeasible returns why node ns cannot take an alloc of g, in the words
+// Nomad puts in ConstraintFiltered, or "": the first check that fails, in
+// order (drivers, the constraints, distinct_hosts, distinct_property).
+// What depends on the node's class alone comes from the class's verdict.
+func (p *Placer) infeasible(g *groupPlan, ns *nodeState) string {
+	failsAt := len(g.constraints) // -1: drivers
+	switch v := p.classCheck(g, ns); {
+	case v == classNoDriver:
+		failsAt = -1
+	case v >= classFailsAt:
+		failsAt = int(v - classFailsAt)
+	}
+	if g.anyEscapes {
+		for i := 0; i < failsAt; i++ {
+			if g.escapes[i] && !p.cc.meets(g.constraints[i], ns.node) {
+				return g.labels[i]
+			}
 		}
 	}
-	if distinct {
-		if (jobLevel && ns.jobAllocs > 0) || (!jobLevel && ns.groupAllocs[tg.Name] > 0) {
+	switch {
+	case failsAt == -1:
+		return "missing drivers"
+	case failsAt < len(g.constraints):
+		return g.labels[failsAt]
+	}
+	if g.distinct {
+		if (g.jobLevel && ns.jobAllocs > 0) || (!g.jobLevel && g.index >= 0 && ns.groupAllocs[g.index] > 0) {
 			return structs.ConstraintDistinctHosts
 		}
 	}
-	for _, pl := range props {
-		if p.propertyCount(pl, tg, n) >= pl.limit {
+	for _, pl := range g.limits {
+		if pl.count.of(ns.node) >= pl.limit {
 			return pl.label
 		}
 	}
 	return ""
-}
-
-// propertyCount counts the job's (or group's) live allocs on nodes whose
-// property pl.target has n's value.
-func (p *Placer) propertyCount(pl propertyLimit, tg *structs.TaskGroup, n *structs.Node) int {
-	want, ok := resolveTarget(pl.target, n)
-	if !ok {
-		return math.MaxInt32
-	}
-	count := 0
-	for _, other := range p.nodes {
-		if v, ok := resolveTarget(pl.target, other.node); !ok || v != want {
-			continue
-		}
-		if pl.jobLevel {
-			count += other.jobAllocs
-		} else {
-			count += other.groupAllocs[tg.Name]
-		}
-	}
-	return count
-}
-
-// score ranks a feasible node: Nomad's bin-packing fit (fuller is better)
-// averaged with its job anti-affinity penalty (spread a group's allocs) and
-// the reschedule penalty.
-func (p *Placer) score(tg *structs.TaskGroup, ns *nodeState, ask structs.ComparableResources, penalized bool) *structs.NodeScoreMeta {
-	capacity := ns.node.Capacity()
-	after := ns.used.Add(ask)
-	binpack := binPackScore(capacity, after)
-	scores := map[string]float64{"binpack": binpack}
-	total, n := binpack, 1.0
-	if c := ns.groupAllocs[tg.Name]; c > 0 && tg.Count > 0 {
-		penalty := -float64(c+1) / float64(tg.Count)
-		scores["job-anti-affinity"] = penalty
-		total += penalty
-		n++
-	}
-	if penalized {
-		scores["node-reschedule-penalty"] = -1
-		total--
-		n++
-	}
-	return &structs.NodeScoreMeta{NodeID: ns.node.ID, Scores: scores, NormScore: total / n}
-}
-
-// binPackScore is Nomad's ScoreFitBinPack normalized to [0, 1]: 20 minus
-// 10^(free CPU share) + 10^(free memory share), over 18.
-func binPackScore(capacity, used structs.ComparableResources) float64 {
-	freeShare := func(used, total int64) float64 {
-		if total <= 0 {
-			return 0
-		}
-		return 1 - float64(used)/float64(total)
-	}
-	total := math.Pow(10, freeShare(used.CPU, capacity.CPU)) + math.Pow(10, freeShare(used.MemoryMB, capacity.MemoryMB))
-	score := 20 - total
-	switch {
-	case score > 18:
-		score = 18
-	case score < 0:
-		score = 0
-	}
-	return score / 18
 }

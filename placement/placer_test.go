@@ -38,7 +38,7 @@ func TestBinPackPrefersFullerNode(t *testing.T) {
 	j := job(1, 500, 256)
 	busy := NodeCandidate{Node: node("busy", 2000, 2048, nil), Used: structs.ComparableResources{CPU: 1000, MemoryMB: 1024}}
 	idle := NodeCandidate{Node: node("idle", 2000, 2048, nil)}
-	p := NewPlacer(j, []NodeCandidate{idle, busy}, nil)
+	p := NewPlacer(j, []NodeCandidate{idle, busy}, nil, Options{})
 	n, m := p.Place(j.TaskGroups[0], "", nil)
 	if n == nil || n.ID != "busy" {
 		t.Fatalf("placed on %v, want busy (bin-packing)", n)
@@ -50,7 +50,7 @@ func TestBinPackPrefersFullerNode(t *testing.T) {
 
 func TestPlacerTracksItsOwnPlacements(t *testing.T) {
 	j := job(3, 600, 100)
-	p := NewPlacer(j, cands(node("n1", 1000, 4096, nil), node("n2", 1000, 4096, nil)), nil)
+	p := NewPlacer(j, cands(node("n1", 1000, 4096, nil), node("n2", 1000, 4096, nil)), nil, Options{})
 	var placed []string
 	for i := 0; i < 3; i++ {
 		n, m := p.Place(j.TaskGroups[0], "", nil)
@@ -71,7 +71,7 @@ func TestReleaseFreesRoom(t *testing.T) {
 	j := job(1, 800, 100)
 	old := &structs.Allocation{ID: "old", NodeID: "n1", TaskGroup: "g", DesiredStatus: "run", ClientStatus: "running",
 		AllocatedResources: structs.AllocatedResourcesFor(j.TaskGroups[0])}
-	p := NewPlacer(j, []NodeCandidate{{Node: node("n1", 1000, 4096, nil), Used: structs.ComparableResources{CPU: 800, MemoryMB: 100}}}, []*structs.Allocation{old})
+	p := NewPlacer(j, []NodeCandidate{{Node: node("n1", 1000, 4096, nil), Used: structs.ComparableResources{CPU: 800, MemoryMB: 100}}}, []*structs.Allocation{old}, Options{})
 	if n, _ := p.Place(j.TaskGroups[0], "", nil); n != nil {
 		t.Fatal("placed on a full node")
 	}
@@ -129,7 +129,7 @@ func TestFeasibility(t *testing.T) {
 			n := node("n1", 1000, 1000, map[string]string{"cpu.numcores": "4"})
 			n.Meta = map[string]string{"tags": "a,b,c"}
 			tc.mutate(j, n)
-			got, m := NewPlacer(j, cands(n), nil).Place(j.TaskGroups[0], "", nil)
+			got, m := NewPlacer(j, cands(n), nil, Options{}).Place(j.TaskGroups[0], "", nil)
 			if (got != nil) != tc.feasible {
 				t.Fatalf("feasible=%v, want %v (metrics %+v)", got != nil, tc.feasible, m)
 			}
@@ -149,7 +149,7 @@ func constraint(l, op, r string) func(j *structs.Job, n *structs.Node) {
 func TestDistinctHosts(t *testing.T) {
 	j := job(3, 100, 100)
 	j.TaskGroups[0].Constraints = []*structs.Constraint{{Operand: "distinct_hosts", RTarget: "true"}}
-	p := NewPlacer(j, cands(node("n1", 4000, 4000, nil), node("n2", 4000, 4000, nil)), nil)
+	p := NewPlacer(j, cands(node("n1", 4000, 4000, nil), node("n2", 4000, 4000, nil)), nil, Options{})
 	a, _ := p.Place(j.TaskGroups[0], "", nil)
 	b, _ := p.Place(j.TaskGroups[0], "", nil)
 	c, m := p.Place(j.TaskGroups[0], "", nil)
@@ -165,7 +165,7 @@ func TestDistinctProperty(t *testing.T) {
 	n1.Meta = map[string]string{"rack": "r1"}
 	n2.Meta = map[string]string{"rack": "r1"}
 	n3.Meta = map[string]string{"rack": "r2"}
-	p := NewPlacer(j, cands(n1, n2, n3), nil)
+	p := NewPlacer(j, cands(n1, n2, n3), nil, Options{})
 	a, _ := p.Place(j.TaskGroups[0], "", nil)
 	b, _ := p.Place(j.TaskGroups[0], "", nil)
 	c, _ := p.Place(j.TaskGroups[0], "", nil)
@@ -176,7 +176,7 @@ func TestDistinctProperty(t *testing.T) {
 
 func TestJobAntiAffinitySpreads(t *testing.T) {
 	j := job(2, 100, 100)
-	p := NewPlacer(j, cands(node("n1", 4000, 4000, nil), node("n2", 4000, 4000, nil)), nil)
+	p := NewPlacer(j, cands(node("n1", 4000, 4000, nil), node("n2", 4000, 4000, nil)), nil, Options{})
 	a, _ := p.Place(j.TaskGroups[0], "", nil)
 	b, _ := p.Place(j.TaskGroups[0], "", nil)
 	if a.ID == b.ID {
@@ -188,10 +188,10 @@ func TestPreferAndPenalize(t *testing.T) {
 	j := job(1, 100, 100)
 	busy := NodeCandidate{Node: node("busy", 2000, 2048, nil), Used: structs.ComparableResources{CPU: 1000, MemoryMB: 1024}}
 	idle := NodeCandidate{Node: node("idle", 2000, 2048, nil)}
-	if n, _ := NewPlacer(j, []NodeCandidate{busy, idle}, nil).Place(j.TaskGroups[0], "idle", nil); n.ID != "idle" {
+	if n, _ := NewPlacer(j, []NodeCandidate{busy, idle}, nil, Options{}).Place(j.TaskGroups[0], "idle", nil); n.ID != "idle" {
 		t.Fatalf("preferred node ignored: %s", n.ID)
 	}
-	if n, _ := NewPlacer(j, []NodeCandidate{busy, idle}, nil).Place(j.TaskGroups[0], "", map[string]bool{"busy": true}); n.ID != "idle" {
+	if n, _ := NewPlacer(j, []NodeCandidate{busy, idle}, nil, Options{}).Place(j.TaskGroups[0], "", map[string]bool{"busy": true}); n.ID != "idle" {
 		t.Fatalf("penalized node chosen: %s", n.ID)
 	}
 }

@@ -68,35 +68,31 @@ func BuildPlan(req *PlanRequest) *PlanResult {
 	}
 
 	// A stop tied to a placement (a rescheduled alloc) is decided with
-	// that placement: until then its alloc still counts as live.
-	stopped := map[string]bool{}
+	// that placement: until then its alloc still counts as live. The
+	// other stops are released before any placement.
 	roomFor := map[*reconcile.Placement]*reconcile.Stop{}
 	for _, st := range res.Stop {
 		if st.ForPlacement != nil {
 			roomFor[st.ForPlacement] = st
-			continue
 		}
-		stopped[st.Alloc.ID] = true
-	}
-	for _, du := range res.DestructiveUpdate {
-		stopped[du.StopAlloc.ID] = true
 	}
 	var live []*structs.Allocation
 	for _, a := range req.Allocs {
-		if !stopped[a.ID] && !a.TerminalStatus() {
+		if !a.TerminalStatus() {
 			live = append(live, a)
 		}
 	}
 	var placer *Placer
 	if req.Job != nil {
-		placer = NewPlacer(req.Job, req.Nodes, live)
+		placer = NewPlacer(req.Job, req.Nodes, live, Options{EvalID: req.Eval.ID})
 	}
 
 	addStops(plan, placer, res)
 	deployment := activeDeployment(req)
 	addUpdates(plan, res, req.Job, deployment)
 
-	b := &placementBuilder{req: req, plan: plan, out: out, placer: placer, deployment: deployment, roomFor: roomFor}
+	b := &placementBuilder{req: req, plan: plan, out: out, placer: placer, deployment: deployment, roomFor: roomFor,
+		failedAt: map[string]int{}}
 	for _, du := range res.DestructiveUpdate {
 		b.place(&reconcile.Placement{Name: du.PlaceName, TaskGroup: du.PlaceTaskGroup, PreviousAlloc: du.StopAlloc})
 	}
@@ -121,14 +117,19 @@ func BuildPlan(req *PlanRequest) *PlanResult {
 // updates into plan stops, and frees their room in the placer. Stops tied
 // to a placement wait for it (see placementBuilder.place).
 func addStops(plan *structs.Plan, placer *Placer, res *reconcile.Result) {
+	released := map[string]bool{}
+	release := func(a *structs.Allocation) {
+		if placer != nil && !released[a.ID] {
+			released[a.ID] = true
+			placer.Release(a)
+		}
+	}
 	for _, st := range res.Stop {
 		if st.ForPlacement != nil {
 			continue
 		}
 		addStop(plan, st)
-		if placer != nil {
-			placer.Release(st.Alloc)
-		}
+		release(st.Alloc)
 	}
 	for _, du := range res.DestructiveUpdate {
 		desc := du.StopStatusDescription
@@ -139,9 +140,7 @@ func addStops(plan *structs.Plan, placer *Placer, res *reconcile.Result) {
 			AllocID: du.StopAlloc.ID, NodeID: du.StopAlloc.NodeID, DesiredStatus: structs.AllocDesiredStatusStop,
 			DesiredDescription: desc,
 		})
-		if placer != nil {
-			placer.Release(du.StopAlloc)
-		}
+		release(du.StopAlloc)
 	}
 }
 
@@ -225,6 +224,10 @@ type placementBuilder struct {
 	// roomFor holds the stops that exist only for a placement (Stop.
 	// ForPlacement), by placement.
 	roomFor map[*reconcile.Placement]*reconcile.Stop
+	// tiedStops counts the tied stops committed so far; failedAt holds,
+	// per group that failed to place, the count at its last failure.
+	tiedStops int
+	failedAt  map[string]int
 }
 
 // place chooses a node for one new alloc and adds it to the plan, or
@@ -235,6 +238,18 @@ func (b *placementBuilder) place(p *reconcile.Placement) {
 	tg, name, canary, prev, reschedule := p.TaskGroup, p.Name, p.Canary, p.PreviousAlloc, p.Reschedule
 	job := b.req.Job
 	if job == nil || b.placer == nil || tg == nil {
+		return
+	}
+	// Once a group failed to place, its later placements fail too, as
+	// long as no room came back since: placements only take room, and
+	// the untied stops were released before the first placement. Only a
+	// stop tied to a placement gives room back later (its own, or, once
+	// committed, what its alloc held beyond the replacement). Nomad
+	// coalesces such failures without a search as well.
+	tied := b.roomFor[p]
+	if first, ok := b.out.FailedTGAllocs[tg.Name]; ok && tied == nil && b.failedAt[tg.Name] == b.tiedStops {
+		first.CoalescedFailures++
+		b.out.QueuedAllocations[tg.Name]++
 		return
 	}
 	preferNode := ""
@@ -252,7 +267,6 @@ func (b *placementBuilder) place(p *reconcile.Placement) {
 			}
 		}
 	}
-	tied := b.roomFor[p]
 	if tied != nil {
 		b.placer.Release(tied.Alloc)
 	}
@@ -264,6 +278,7 @@ func (b *placementBuilder) place(p *reconcile.Placement) {
 			b.placer.Reserve(tied.Alloc)
 		} else {
 			addStop(b.plan, tied)
+			b.tiedStops++
 		}
 	}
 	if node == nil {
@@ -273,6 +288,7 @@ func (b *placementBuilder) place(p *reconcile.Placement) {
 		} else {
 			b.out.FailedTGAllocs[tg.Name] = metric
 		}
+		b.failedAt[tg.Name] = b.tiedStops
 		return
 	}
 	prevID := ""

@@ -70,11 +70,7 @@ func (c *JobRunCommand) Run(args []string) int {
 		return c.errorf(fmt.Sprintf("reading job file %q", rest[0]), err)
 	}
 	if *output {
-		body, err := src.body(nil)
-		if err != nil {
-			return c.errorf("encoding job", err)
-		}
-		out, err := formatData(true, "", json.RawMessage(body))
+		out, err := formatData(true, "", map[string]json.RawMessage{"Job": src.job})
 		if err != nil {
 			return c.errorf("encoding job", err)
 		}
@@ -101,7 +97,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	}
 	ns := c.jobNamespace(src)
 	var resp api.JobRegisterResponse
-	if _, err := cl.Raw().Write("/v1/jobs", json.RawMessage(body), &resp, nsWrite(ns)); err != nil {
+	if _, err := cl.Raw().Write("/v1/jobs", rawJSON(body), &resp, nsWrite(ns)); err != nil {
 		if *checkIndex != "" && strings.Contains(err.Error(), "409") {
 			return c.errorf("submitting job", fmt.Errorf("the job's modify index is not %s (-check-index): %w", *checkIndex, err))
 		}

@@ -92,3 +92,44 @@ func TestJobRunBadInput(t *testing.T) {
 		t.Fatalf("blocked eval not named:\n%s", r.stdout)
 	}
 }
+
+// TestJobRunHCL: an HCL2 job file with variables (-var, -var-file, the
+// environment) runs, and the submission keeps its source.
+func TestJobRunHCL(t *testing.T) {
+	ta := newTestAgent(t)
+	vars := writeFile(t, "prod.vars.hcl", "count = 3\n")
+	r := ta.run(t, "job", "run", "-var-file", vars, "testdata/web.nomad.hcl")
+	mustCode(t, r, 0)
+	mustContain(t, r.stdout, "Monitoring deployment", "successful")
+	if n := strings.Count(r.stdout, "created: node"); n != 3 {
+		t.Fatalf("-var-file count=3 placed %d:\n%s", n, r.stdout)
+	}
+	t.Setenv("NOMAD_VAR_sleep", "301") // not parallel-safe: this test sets no t.Parallel
+	r = ta.run(t, "job", "run", "-var-file", vars, "-var", "count=1", "testdata/web.nomad.hcl")
+	mustCode(t, r, 0)
+	job, _, err := ta.client.Jobs().Info("web", nil)
+	if err != nil || *job.TaskGroups[0].Count != 1 || job.TaskGroups[0].Tasks[0].Config["args"].([]any)[0] != "301" {
+		t.Fatalf("-var over -var-file, NOMAD_VAR_sleep: %v %+v", err, job.TaskGroups[0].Tasks[0].Config)
+	}
+	// The submitted source, where the server keeps it (GET /v1/job/:id/submission).
+	sub, _, err := ta.client.Jobs().Submission("web", int(*job.Version), nil)
+	if err == nil && sub != nil && (sub.Format != "hcl2" || !strings.Contains(sub.Source, `variable "count"`) || sub.VariableFlags["count"] != "1") {
+		t.Fatalf("submission: %+v", sub)
+	}
+
+	bad := writeFile(t, "bad.nomad", "job \"x\" {\n  group \"g\" {\n    tusk \"t\" {}\n  }\n}\n")
+	r = ta.run(t, "job", "run", bad)
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, "bad.nomad:3,5", `Blocks of type "tusk" are not expected here`)
+	r = ta.run(t, "job", "run", "-var", "nope=1", "../../examples/hello.nomad.hcl")
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, "Undefined -var variable")
+
+	// -output prints the JSON the API takes.
+	r = ta.run(t, "job", "run", "-output", "-var", "count=5", "../../examples/hello.nomad.hcl")
+	mustCode(t, r, 0)
+	var body struct{ Job struct{ TaskGroups []struct{ Count int } } }
+	if err := json.Unmarshal([]byte(r.stdout), &body); err != nil || body.Job.TaskGroups[0].Count != 5 {
+		t.Fatalf("-output: %v\n%s", err, r.stdout)
+	}
+}

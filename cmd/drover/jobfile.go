@@ -201,3 +201,6 @@ type multiFlag []string
 
 func (m *multiFlag) String() string     { return strings.Join(*m, ",") }
 func (m *multiFlag) Set(v string) error { *m = append(*m, v); return nil }
+
+// rawJSON is a request body already encoded.
+func rawJSON(b []byte) json.RawMessage { return json.RawMessage(b) }

@@ -1,0 +1,2 @@
+greeting = "from-file"
+count    = 4
