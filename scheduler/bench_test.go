@@ -70,8 +70,8 @@ func BenchmarkEvaluateEmbedded(b *testing.B) {
 
 // BenchmarkEvaluateParallel shows evaluations of different jobs computing
 // in parallel: 20 jobs of count 500 on 500 nodes evaluated through the
-// embedded broker by 1 worker, then by one worker per core (commits are
-// serialized by the store). Compare placements/s between the two.
+// embedded broker by 1 worker, then by the default number of workers
+// (commits are serialized by the store). Compare placements/s.
 func BenchmarkEvaluateParallel(b *testing.B) {
 	const jobs, count, nodes = 20, 500, 500
 	for _, workers := range []int{1, scheduler.DefaultWorkers()} {
