@@ -1,7 +1,7 @@
 // Command api is the API Lambda function: API Gateway HTTP API (payload
 // 2.0) requests in, the same HTTP handlers the dev agent serves, responses
 // out (awslabs/aws-lambda-go-api-proxy's adapter; a response too large for
-// Lambda is answered 413, see awshome.APIHandler).
+// Lambda is answered 400, see awshome.APIHandler).
 package main
 
 import (
