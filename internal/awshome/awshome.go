@@ -75,8 +75,10 @@ type Home struct {
 	NodeRoles *NodeRoles
 }
 
-// FromEnv builds the home from the environment.
-func FromEnv(ctx context.Context) (*Home, error) {
+// FromEnv builds the home from the environment; opts change the AWS
+// configuration before any client is made from it (tests add SDK
+// middleware).
+func FromEnv(ctx context.Context, opts ...func(*aws.Config)) (*Home, error) {
 	log, err := logger(os.Getenv("DROVER_LOG_LEVEL"))
 	if err != nil {
 		return nil, err
@@ -84,6 +86,9 @@ func FromEnv(ctx context.Context) (*Home, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	h := &Home{AWS: cfg, Log: log, QueueURL: os.Getenv("DROVER_QUEUE_URL"), DeliveryLimit: evsqs.DefaultDeliveryLimit, PendingAfter: 2 * time.Minute, GCEvery: 15 * time.Minute}
 	if v := os.Getenv("DROVER_DELIVERY_LIMIT"); v != "" {
