@@ -128,7 +128,9 @@ func TestJobRunHCL(t *testing.T) {
 	// -output prints the JSON the API takes.
 	r = ta.run(t, "job", "run", "-output", "-var", "count=5", "../../examples/hello.nomad.hcl")
 	mustCode(t, r, 0)
-	var body struct{ Job struct{ TaskGroups []struct{ Count int } } }
+	var body struct {
+		Job struct{ TaskGroups []struct{ Count int } }
+	}
 	if err := json.Unmarshal([]byte(r.stdout), &body); err != nil || body.Job.TaskGroups[0].Count != 5 {
 		t.Fatalf("-output: %v\n%s", err, r.stdout)
 	}
