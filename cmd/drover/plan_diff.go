@@ -130,7 +130,7 @@ func (p *diffPrinter) fieldsAndObjects(indent int, fields []*api.FieldDiff, obje
 	}
 	for _, o := range objects {
 		p.line(indent, width, diffMarker(o.Type), o.Name+" {")
-		p.fieldsAndObjects(indent+width+1+2, o.Fields, o.Objects)
+		p.fieldsAndObjects(indent+width-len(diffMarker(o.Type))+2, o.Fields, o.Objects)
 		p.line(indent+width+1, 0, "", "}")
 	}
 }
