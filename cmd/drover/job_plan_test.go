@@ -4,6 +4,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/hashicorp/nomad/api"
 )
 
 // TestJobPlan: the diff in Nomad's +/-/+/- shape, the dry-run result, the
@@ -33,7 +35,7 @@ func TestJobPlan(t *testing.T) {
 	// A count change: the group is edited, one allocation created.
 	r = ta.run(t, "job", "plan", "-var", "count=3", file)
 	mustCode(t, r, 1)
-	mustContain(t, r.stdout, `+/- Job: "web"`, `+/- Task Group: "web" (1 create, 2 ignore)`, `+/- Count: "2" => "3" (forces create)`)
+	mustContain(t, r.stdout, `+/- Job: "web"`, `+/- Task Group: "web" (1 create, 2 in-place update)`, `+/- Count: "2" => "3" (forces create)`)
 	idx := regexp.MustCompile(`Job Modify Index: (\d+)`).FindStringSubmatch(r.stdout)[1]
 	if idx == "0" {
 		t.Fatalf("modify index of a registered job is 0:\n%s", r.stdout)
@@ -64,7 +66,11 @@ func TestJobPlan(t *testing.T) {
 func TestFormatJobDiff(t *testing.T) {
 	t.Parallel()
 	// formatJobDiff aligns the fields of one level and nests objects.
-	got := formatJobDiff(sampleDiff(), false)
+	d := sampleDiff()
+	// Unchanged fields of the job, group and task levels are left out.
+	d.Fields = append(d.Fields, &api.FieldDiff{Type: "None", Name: "Region", Old: "global", New: "global"})
+	d.TaskGroups[0].Objects = append(d.TaskGroups[0].Objects, &api.ObjectDiff{Type: "None", Name: "RestartPolicy"})
+	got := formatJobDiff(d, false)
 	want := strings.Join([]string{
 		`+/- Job: "web"`,
 		`+/- Priority: "50" => "60"`,

@@ -56,7 +56,7 @@ func formatJobDiff(d *api.JobDiff, verbose bool) string {
 	}
 	p.line(0, width, diffMarker(d.Type), fmt.Sprintf("Job: %q", d.ID))
 	if d.Type == "Edited" || verbose {
-		p.fieldsAndObjects(0, d.Fields, d.Objects)
+		p.fieldsAndObjects(0, p.changedFields(d.Fields), p.changedObjects(d.Objects))
 	}
 	for _, tg := range d.TaskGroups {
 		p.taskGroup(0, width, tg)
@@ -81,7 +81,7 @@ func (p *diffPrinter) taskGroup(indent, width int, tg *api.TaskGroupDiff) {
 	p.line(indent, width, diffMarker(tg.Type), text)
 	inner := indent + 2
 	if tg.Type == "Edited" || p.verbose {
-		p.fieldsAndObjects(inner, tg.Fields, tg.Objects)
+		p.fieldsAndObjects(inner, p.changedFields(tg.Fields), p.changedObjects(tg.Objects))
 	}
 	tw := 0
 	for _, t := range tg.Tasks {
@@ -94,7 +94,7 @@ func (p *diffPrinter) taskGroup(indent, width int, tg *api.TaskGroupDiff) {
 		}
 		p.line(inner, tw, diffMarker(t.Type), text)
 		if t.Type == "Edited" || (p.verbose && t.Type != "None") {
-			p.fieldsAndObjects(inner+2, t.Fields, t.Objects)
+			p.fieldsAndObjects(inner+2, p.changedFields(t.Fields), p.changedObjects(t.Objects))
 		}
 	}
 }
@@ -133,4 +133,35 @@ func (p *diffPrinter) fieldsAndObjects(indent int, fields []*api.FieldDiff, obje
 		p.fieldsAndObjects(indent+width-len(diffMarker(o.Type))+2, o.Fields, o.Objects)
 		p.line(indent+width+1, 0, "", "}")
 	}
+}
+
+// changedFields drops the unchanged fields of a job, group or task unless
+// verbose: Nomad's servers send those levels without context, so only
+// what changed is shown (inside a changed object, its unchanged fields
+// are context and stay).
+func (p *diffPrinter) changedFields(fs []*api.FieldDiff) []*api.FieldDiff {
+	if p.verbose {
+		return fs
+	}
+	var out []*api.FieldDiff
+	for _, f := range fs {
+		if f.Type != "None" && f.Type != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// changedObjects is changedFields for objects.
+func (p *diffPrinter) changedObjects(os []*api.ObjectDiff) []*api.ObjectDiff {
+	if p.verbose {
+		return os
+	}
+	var out []*api.ObjectDiff
+	for _, o := range os {
+		if o.Type != "None" && o.Type != "" {
+			out = append(out, o)
+		}
+	}
+	return out
 }
