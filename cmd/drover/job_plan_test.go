@@ -44,7 +44,7 @@ func TestJobPlan(t *testing.T) {
 	// A destructive change: the task is edited, its config diff shown.
 	r = ta.run(t, "job", "plan", "-var", "sleep=301", file)
 	mustCode(t, r, 1)
-	mustContain(t, r.stdout, `+/- Task: "server" (forces create/destroy update)`, "Config {", `"300" => "301"`)
+	mustContain(t, r.stdout, `+/- Task: "server" (forces create/destroy update)`, "+/- Config {", `- args: "300"`, `+ args: "301"`)
 
 	// -check-index from the plan registers; a stale one is refused.
 	r = ta.run(t, "job", "run", "-check-index", idx, "-var", "count=3", file)

@@ -24,7 +24,7 @@ func TestOperatorSchedulerConfig(t *testing.T) {
 	// server's, tested there).
 	mustCode(t, ta.run(t, "operator", "scheduler", "set-config", "-pause-eval-broker", "true"), 0)
 	r = ta.run(t, "operator", "scheduler", "get-config")
-	mustContain(t, r.stdout, "Pause Eval Broker              = true")
+	mustContain(t, r.stdout, "Pause Eval Broker        = true")
 	r = ta.run(t, "operator", "scheduler", "set-config", "-pause-eval-broker", "maybe")
 	mustCode(t, r, 1)
 	mustContain(t, r.stderr, `-pause-eval-broker "maybe": use true or false`)
