@@ -138,3 +138,101 @@ func TestDeploymentVisible(t *testing.T) {
 		t.Fatalf("batch job: %+v %v", d, err)
 	}
 }
+
+// TestBatchRescheduleInFullCluster is issue 14's batch case: in a full
+// cluster, a batch job whose policy allows one reschedule per hour gets
+// at most two allocs per name (the original and one replacement, which
+// names the original as its previous alloc), however often its
+// replacements have to wait for room. Before the fix a failed alloc was
+// stopped even when its replacement found no room, the name was placed
+// afresh later with an empty tracker, and the names ran again and again.
+func TestBatchRescheduleInFullCluster(t *testing.T) {
+	dir := t.TempDir()
+	a := startAgent(t, dir+"/data", anyPort)
+	c := a.client()
+	nodes, _, err := c.Nodes().List(nil)
+	if err != nil || len(nodes) != 1 {
+		t.Fatalf("nodes: %v %v", nodes, err)
+	}
+	node, _, err := c.Nodes().Info(nodes[0].ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	capacity := node.NodeResources.Cpu.CpuShares
+	if r := node.ReservedResources; r != nil {
+		capacity -= int64(r.Cpu.CpuShares)
+	}
+	// The filler leaves room for two of the job's four allocs.
+	share := int(capacity / 10)
+	filler := serviceJob("filler", 1, taskScript(t, dir, "idle.sh", "while true; do sleep 1; done"))
+	filler.TaskGroups[0].Tasks[0].Resources.CPU = new(int(capacity) - 2*share)
+	register(t, c, filler)
+	waitFor(t, 20*time.Second, "the filler running", func() bool {
+		return len(allocsByStatus(t, c, "filler")["run/running"]) == 1
+	})
+
+	// Each alloc fails 6 s after it starts: longer than the reschedule
+	// delay, so a replacement is due while the room is taken by others.
+	job := batchJob("crowded", taskScript(t, dir, "fail-later.sh", "sleep 6; exit 1"))
+	tg := job.TaskGroups[0]
+	tg.Count = new(4)
+	tg.Tasks[0].Resources.CPU = new(share)
+	tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(1), Interval: new(time.Hour), Delay: new(5 * time.Second),
+		DelayFunction: new("constant"), Unlimited: new(false)}
+	register(t, c, job)
+
+	byName := func() map[string][]*api.Allocation {
+		stubs, _, err := c.Jobs().Allocations("crowded", true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		out := map[string][]*api.Allocation{}
+		for _, s := range stubs {
+			full, _, err := c.Allocations().Info(s.ID, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out[full.Name] = append(out[full.Name], full)
+		}
+		for _, as := range out {
+			sort.Slice(as, func(i, j int) bool { return as[i].CreateIndex < as[j].CreateIndex })
+		}
+		return out
+	}
+	settled := func(m map[string][]*api.Allocation) bool {
+		n := 0
+		for _, as := range m {
+			for _, a := range as {
+				if a.ClientStatus != "failed" {
+					return false
+				}
+				n++
+			}
+		}
+		return len(m) == 4 && n == 8
+	}
+	waitFor(t, 60*time.Second, "every name failed twice (the original and its one replacement)", func() bool {
+		m := byName()
+		for name, as := range m {
+			if len(as) > 2 {
+				t.Fatalf("%s has %d allocs, want at most 2", name, len(as))
+			}
+		}
+		return settled(m)
+	})
+	time.Sleep(4 * time.Second) // nothing more may come
+	m := byName()
+	if !settled(m) {
+		t.Fatalf("more allocs after the job settled: %d names", len(m))
+	}
+	for name, as := range m {
+		first, second := as[0], as[1]
+		if first.PreviousAllocation != "" || second.PreviousAllocation != first.ID || first.NextAllocation != second.ID {
+			t.Fatalf("%s: chain %q→%q (next %q), want the second to replace the first", name,
+				first.PreviousAllocation, second.PreviousAllocation, first.NextAllocation)
+		}
+		if second.RescheduleTracker == nil || len(second.RescheduleTracker.Events) != 1 {
+			t.Fatalf("%s: replacement tracker %+v, want one event", name, second.RescheduleTracker)
+		}
+	}
+}

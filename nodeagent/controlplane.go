@@ -2,6 +2,7 @@ package nodeagent
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/drover-sched/drover/structs"
@@ -28,12 +29,24 @@ type ControlPlane interface {
 	Assignments(ctx context.Context, nodeID string) ([]*structs.Allocation, uint64, error)
 	// UpdateAllocs reports client-side state for allocations of the node:
 	// for each, ID plus ClientStatus, ClientDescription, TaskStates and
-	// DeploymentStatus (health) are read; other fields are ignored.
+	// DeploymentStatus (health) with DeploymentID, the deployment that
+	// health is for, are read; other fields are ignored. Health for
+	// another deployment than the alloc's current one is ignored.
 	UpdateAllocs(ctx context.Context, nodeID string, updates []*structs.Allocation) error
 	// PreviousAlloc returns the allocation that allocID (an allocation
 	// assigned to nodeID) replaces, with at least its ID, NodeID,
 	// DesiredStatus and ClientStatus; nil when allocID replaces none or
 	// that allocation no longer exists. The agent asks it while a sticky
-	// or migrating alloc waits for a previous alloc on another node.
+	// or migrating alloc waits for a previous alloc on another node. An
+	// error matching ErrPermanent (the node may not ask, or allocID is
+	// unknown) makes the agent stop waiting; any other error is retried
+	// with backoff.
 	PreviousAlloc(ctx context.Context, nodeID, allocID string) (*structs.Allocation, error)
 }
+
+// ErrPermanent marks a control plane answer that asking again will not
+// change: the request is refused (HTTP 400, 401, 403) or names something
+// the control plane does not know (404, 410). Implementations of
+// ControlPlane return errors that match it with errors.Is; every other
+// error (transport, 5xx, throttling, a store failure) is transient.
+var ErrPermanent = errors.New("permanent control plane error")

@@ -128,6 +128,18 @@ func setupFailureEvent(err error) *structs.TaskEvent {
 	return ev
 }
 
+// prevAllocSkippedEvent says that the task starts without waiting for
+// the previous alloc prevID or taking over its data, because asking about
+// it failed for good.
+func prevAllocSkippedEvent(prevID string, err error) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskPreviousAllocSkipped)
+	ev.Message = err.Error()
+	ev.Details["previous_alloc_id"] = prevID
+	ev.Details["error"] = err.Error()
+	ev.DisplayMessage = fmt.Sprintf("Previous allocation %s cannot be read (%v): not waiting for it, its data is not moved", prevID, err)
+	return ev
+}
+
 func restoreFailedEvent(reason string) *structs.TaskEvent {
 	ev := newTaskEvent(structs.TaskRestoreFailed)
 	ev.Message = reason

@@ -19,8 +19,12 @@ const (
 	// checked for the end of its tasks.
 	prevAllocLocalPoll = 100 * time.Millisecond
 	// prevAllocRemotePoll is how often the control plane is asked about a
-	// previous alloc on another node.
+	// previous alloc on another node that still runs, and the first wait
+	// after a transient error.
 	prevAllocRemotePoll = 2 * time.Second
+	// prevAllocMaxBackoff caps the wait between retries after transient
+	// errors (the wait doubles from prevAllocRemotePoll).
+	prevAllocMaxBackoff = 30 * time.Second
 )
 
 // prevAllocHook makes an alloc that replaces another with
@@ -29,7 +33,10 @@ const (
 // local/ dir into this alloc's dir. A move that fails leaves a clean alloc
 // dir (the data is lost, the alloc runs). A previous alloc on another node
 // is waited for through the control plane; its data is not copied across
-// nodes (drover has no node-to-node transfer yet).
+// nodes (drover has no node-to-node transfer yet). When the control plane
+// answers that the previous alloc cannot be read (refused or unknown: a
+// permanent error), the wait ends at once with a task event and a warning
+// and the tasks start; transient errors are retried with backoff.
 type prevAllocHook struct {
 	ar *allocRunner
 }
@@ -102,18 +109,28 @@ func waitLocalPrevAlloc(ctx context.Context, prev *allocRunner) error {
 }
 
 // waitRemote waits until the control plane reports the previous alloc
-// terminal or gone.
+// terminal or gone, or answers with a permanent error (then the wait is
+// skipped: see skipPrevAlloc). Transient errors are retried, waiting
+// twice as long after each up to prevAllocMaxBackoff.
 func (h *prevAllocHook) waitRemote(ctx context.Context, allocID, prevID string, log *zap.Logger) error {
 	ar := h.ar
 	logged := false
+	backoff := time.Duration(0)
 	for {
+		wait := prevAllocRemotePoll
 		prev, err := ar.agent.cp.PreviousAlloc(ctx, ar.agent.NodeID(), allocID)
 		switch {
+		case err != nil && errors.Is(err, ErrPermanent):
+			h.skipPrevAlloc(prevID, err, log)
+			return nil
 		case err != nil:
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
-			log.Warn("asking the control plane about the previous allocation", zap.Error(err))
+			backoff = min(max(2*backoff, prevAllocRemotePoll), prevAllocMaxBackoff)
+			wait = backoff
+			log.Warn("asking the control plane about the previous allocation failed; will retry",
+				zap.Error(err), zap.Duration("backoff", wait))
 		case prev == nil || prev.ID != prevID:
 			log.Info("previous allocation is gone")
 			return nil
@@ -123,6 +140,7 @@ func (h *prevAllocHook) waitRemote(ctx context.Context, allocID, prevID string, 
 			}
 			return nil
 		default:
+			backoff = 0
 			if !logged {
 				log.Info("waiting for the previous allocation to stop", zap.String("previous_node_id", prev.NodeID))
 				logged = true
@@ -131,8 +149,18 @@ func (h *prevAllocHook) waitRemote(ctx context.Context, allocID, prevID string, 
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(prevAllocRemotePoll):
+		case <-ar.agent.clock.After(wait):
 		}
+	}
+}
+
+// skipPrevAlloc ends the wait for a previous alloc that the control plane
+// will not describe (err is permanent): a warning, and an event on every
+// task saying that its data is not moved, then the tasks start.
+func (h *prevAllocHook) skipPrevAlloc(prevID string, err error, log *zap.Logger) {
+	log.Warn("the previous allocation cannot be read; not waiting for it and not moving its data", zap.Error(err))
+	for _, tr := range h.ar.taskList() {
+		tr.update("", prevAllocSkippedEvent(prevID, err))
 	}
 }
 

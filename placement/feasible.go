@@ -53,6 +53,8 @@ func resolveTarget(target string, n *structs.Node) (string, bool) {
 type constraintChecker struct {
 	regexps  map[string]*regexp.Regexp
 	versions map[string]version.Constraints
+	// evaluated counts the constraints checked against a node.
+	evaluated int
 }
 
 func newConstraintChecker() *constraintChecker {
@@ -67,6 +69,7 @@ func (cc *constraintChecker) meets(c *structs.Constraint, n *structs.Node) bool 
 	case structs.ConstraintDistinctHosts, structs.ConstraintDistinctProp:
 		return true
 	}
+	cc.evaluated++
 	l, lok := resolveTarget(c.LTarget, n)
 	r, rok := resolveTarget(c.RTarget, n)
 	switch c.Operand {

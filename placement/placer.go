@@ -34,11 +34,12 @@ type Options struct {
 // (ready nodes of the job's pool and datacenters) per placement, not every
 // node: see select.go.
 type Placer struct {
-	job   *structs.Job
-	opts  Options
-	nodes []*nodeState // every node, sorted by ID
-	byID  map[string]*nodeState
-	cc    *constraintChecker
+	job     *structs.Job
+	opts    Options
+	nodes   []*nodeState // every node, sorted by ID
+	byID    map[string]*nodeState
+	cc      *constraintChecker
+	classes *nodeClasses
 
 	// order holds the candidates in visit order; offset is where the
 	// next placement's walk starts.
@@ -73,6 +74,7 @@ type nodeState struct {
 	capacity  structs.ComparableResources
 	used      structs.ComparableResources
 	candidate bool // in the job's pool and datacenters, and ready
+	class     int  // its class ID (class.go); -1 until first looked at
 	recent    bool // in Placer.recent
 	sampled   int  // the last sample that looked at it as a recent node
 	// groupAllocs counts the job's live allocs per task group (by group
@@ -88,7 +90,7 @@ type nodeState struct {
 // distinct_property.
 func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocation, opts Options) *Placer {
 	p := &Placer{
-		job: job, opts: opts, byID: make(map[string]*nodeState, len(nodes)), cc: newConstraintChecker(),
+		job: job, opts: opts, byID: make(map[string]*nodeState, len(nodes)), cc: newConstraintChecker(), classes: newNodeClasses(),
 		available: map[string]int{}, groupIndex: make(map[string]int, len(job.TaskGroups)),
 		groups: map[*structs.TaskGroup]*groupPlan{},
 	}
@@ -100,7 +102,7 @@ func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocati
 	p.nodes = make([]*nodeState, len(nodes))
 	for i, c := range nodes {
 		ns := &states[i]
-		*ns = nodeState{node: c.Node, capacity: c.Node.Capacity(), used: c.Used,
+		*ns = nodeState{node: c.Node, capacity: c.Node.Capacity(), used: c.Used, class: -1,
 			groupAllocs: counts[i*len(job.TaskGroups) : (i+1)*len(job.TaskGroups)]}
 		p.nodes[i] = ns
 		p.byID[c.Node.ID] = ns
@@ -240,9 +242,13 @@ type groupPlan struct {
 	tg          *structs.TaskGroup
 	index       int // in the job's groups; -1 if not one of them
 	ask         structs.ComparableResources
-	constraints []*structs.Constraint
-	distinct    bool // distinct_hosts applies
-	jobLevel    bool // ... across all the job's groups
+	constraints []*structs.Constraint // the job's, the group's, its tasks'
+	labels      []string              // constraints[i].String(), Nomad's filter reason
+	escapes     []bool                // constraints[i] reads a unique node value
+	anyEscapes  bool
+	byClass     []int32 // the group's verdict per node class (classCheck)
+	distinct    bool    // distinct_hosts applies
+	jobLevel    bool    // ... across all the job's groups
 	limits      []propertyLimit
 }
 
@@ -254,6 +260,12 @@ func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
 	if i, ok := p.groupIndex[tg.Name]; ok {
 		g.index = i
 	}
+	for _, c := range g.constraints {
+		escapes := escapesClass(c.LTarget) || escapesClass(c.RTarget)
+		g.labels = append(g.labels, c.String())
+		g.escapes = append(g.escapes, escapes)
+		g.anyEscapes = g.anyEscapes || escapes
+	}
 	g.distinct, g.jobLevel = distinctHostsScope(p.job, tg)
 	g.limits = distinctPropertyLimits(p.job, tg, p.properties)
 	p.groups[tg] = g
@@ -261,16 +273,29 @@ func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
 }
 
 // infeasible returns why node ns cannot take an alloc of g, in the words
-// Nomad puts in ConstraintFiltered, or "".
+// Nomad puts in ConstraintFiltered, or "": the first check that fails, in
+// order (drivers, the constraints, distinct_hosts, distinct_property).
+// What depends on the node's class alone comes from the class's verdict.
 func (p *Placer) infeasible(g *groupPlan, ns *nodeState) string {
-	n := ns.node
-	if d := missingDriver(g.tg, n); d != "" {
-		return "missing drivers"
+	failsAt := len(g.constraints) // -1: drivers
+	switch v := p.classCheck(g, ns); {
+	case v == classNoDriver:
+		failsAt = -1
+	case v >= classFailsAt:
+		failsAt = int(v - classFailsAt)
 	}
-	for _, c := range g.constraints {
-		if !p.cc.meets(c, n) {
-			return c.String()
+	if g.anyEscapes {
+		for i := 0; i < failsAt; i++ {
+			if g.escapes[i] && !p.cc.meets(g.constraints[i], ns.node) {
+				return g.labels[i]
+			}
 		}
+	}
+	switch {
+	case failsAt == -1:
+		return "missing drivers"
+	case failsAt < len(g.constraints):
+		return g.labels[failsAt]
 	}
 	if g.distinct {
 		if (g.jobLevel && ns.jobAllocs > 0) || (!g.jobLevel && g.index >= 0 && ns.groupAllocs[g.index] > 0) {
@@ -278,7 +303,7 @@ func (p *Placer) infeasible(g *groupPlan, ns *nodeState) string {
 		}
 	}
 	for _, pl := range g.limits {
-		if pl.count.of(n) >= pl.limit {
+		if pl.count.of(ns.node) >= pl.limit {
 			return pl.label
 		}
 	}

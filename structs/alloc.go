@@ -261,6 +261,11 @@ const (
 	TaskEventDriverMessage = "Driver"
 )
 
+// TaskPreviousAllocSkipped is the event of a task that starts without
+// waiting for its previous alloc or moving that alloc's data, because the
+// control plane will not describe it (drover's; Nomad only logs this).
+const TaskPreviousAllocSkipped = "Previous Alloc Skipped"
+
 // TaskEvent is one entry of a task's history. Time is unix nanoseconds.
 type TaskEvent struct {
 	Type           string            `cbor:"1,keyasint,omitempty"`

@@ -73,6 +73,20 @@ func (e *StatusError) Error() string {
 	return fmt.Sprintf("server answered %d: %s", e.Code, strings.TrimSpace(e.Body))
 }
 
+// Is makes an answer that asking again will not change match
+// nodeagent.ErrPermanent: the request was refused (400, 401, 403) or names
+// something the server does not know (404, 410).
+func (e *StatusError) Is(target error) bool {
+	if target != nodeagent.ErrPermanent {
+		return false
+	}
+	switch e.Code {
+	case http.StatusBadRequest, http.StatusUnauthorized, http.StatusForbidden, http.StatusNotFound, http.StatusGone:
+		return true
+	}
+	return false
+}
+
 // do sends the request to a server (rotating on transport errors and 5xx)
 // and decodes the answer into out (if not nil).
 func (c *Client) do(ctx context.Context, method, path string, in, out any) error {

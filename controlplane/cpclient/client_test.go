@@ -13,6 +13,7 @@ import (
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/controlplane/cpclient"
 	"github.com/drover-sched/drover/httpapi"
+	"github.com/drover-sched/drover/nodeagent"
 	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/storage/embedded"
 	"github.com/drover-sched/drover/structs"
@@ -102,6 +103,19 @@ func TestClientAgainstServer(t *testing.T) {
 	}
 	if _, err := c.PreviousAlloc(ctx, "n2", "cur"); !errors.As(err, &se) || se.Code != http.StatusForbidden {
 		t.Fatalf("previous alloc of another node's alloc: %v", err)
+	}
+	// Those answers, and an unknown alloc, will not change: the agent
+	// stops asking (nodeagent.ErrPermanent); a server error is retried.
+	if _, err := c.PreviousAlloc(ctx, "n2", "cur"); !errors.Is(err, nodeagent.ErrPermanent) {
+		t.Fatalf("403 is not permanent: %v", err)
+	}
+	if _, err := c.PreviousAlloc(ctx, "n1", "no-such-alloc"); !errors.Is(err, nodeagent.ErrPermanent) || !errors.As(err, &se) || se.Code != http.StatusNotFound {
+		t.Fatalf("404 is not permanent: %v", err)
+	}
+	for _, code := range []int{http.StatusInternalServerError, http.StatusServiceUnavailable, http.StatusTooManyRequests, http.StatusConflict} {
+		if errors.Is(&cpclient.StatusError{Code: code}, nodeagent.ErrPermanent) {
+			t.Fatalf("%d taken as permanent", code)
+		}
 	}
 	// The node authorizer is consulted.
 	denied = "n1"
