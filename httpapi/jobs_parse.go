@@ -30,7 +30,7 @@ func (s *Server) jobsParseRoutes() {
 // naming line and column; HCLv1 is refused.
 func (s *Server) parseJob(w http.ResponseWriter, r *http.Request) {
 	var req jobsParseRequest
-	if err := decodeParseBody(w, r, &req); err != nil {
+	if err := decodeStrictBody(w, r, &req); err != nil {
 		s.fail(w, r, err)
 		return
 	}
@@ -89,9 +89,9 @@ type jobsParseRequest struct {
 	HCLv1 bool `json:",omitempty"`
 }
 
-// decodeParseBody reads a JSON request body into v, refusing unknown
+// decodeStrictBody reads a JSON request body into v, refusing unknown
 // fields.
-func decodeParseBody(w http.ResponseWriter, r *http.Request, v any) error {
+func decodeStrictBody(w http.ResponseWriter, r *http.Request, v any) error {
 	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, MaxJobBody))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {

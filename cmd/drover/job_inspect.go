@@ -1,7 +1,9 @@
 package main
 
 import (
+	"errors"
 	"fmt"
+	"net/http"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
@@ -57,7 +59,8 @@ func (c *JobInspectCommand) Run(args []string) int {
 	}
 	if *source {
 		sub, _, err := cl.Jobs().Submission(id, int(deref(job.Version)), nsQuery(ns))
-		if err != nil {
+		var ue api.UnexpectedResponseError
+		if err != nil && !(errors.As(err, &ue) && ue.StatusCode() == http.StatusNotFound) {
 			return c.errorf("reading the job's submission", err)
 		}
 		if sub == nil || sub.Source == "" {

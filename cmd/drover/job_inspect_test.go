@@ -33,6 +33,10 @@ func TestJobInspect(t *testing.T) {
 	if strings.TrimSpace(r.stdout) != "1" {
 		t.Fatalf("-version 0 -t: %q", r.stdout)
 	}
+	// A JSON registration kept no source.
+	r = ta.run(t, "job", "inspect", "-hcl", "inspected")
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, "without its source")
 	r = ta.run(t, "job", "inspect", "-version", "9", "inspected")
 	mustCode(t, r, 1)
 	mustContain(t, r.stderr, "has no version 9")
