@@ -4,7 +4,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin/drover
 
-.PHONY: build test lint dev dev-stop bench clean lambda
+.PHONY: build test lint dev dev-stop bench clean lambda bench-c1m bench-burst
 
 ## build: the drover binary (CLI, dev agent, task supervisor) into bin/
 build:
@@ -12,6 +12,10 @@ build:
 
 ## test: every test (unit, conformance, integration, end to end), race detector on
 test: lint
+	@# The AWS packages' tests run on kumo and on moto; without moto its leg is skipped (.ci/run requires it).
+	@command -v moto_server >/dev/null 2>&1 || python3 -c 'import moto.server' >/dev/null 2>&1 || \
+		{ if [ "$$DROVER_REQUIRE_MOTO" = 1 ]; then echo "moto is required (DROVER_REQUIRE_MOTO=1): pip install 'moto[server]'"; exit 1; fi; \
+		  echo "moto not found: the AWS packages' moto leg is skipped (install it: pip install 'moto[server]')"; }
 	$(GO) test -race -timeout 20m ./...
 	@# The reference scenarios' summary (go test hides a passing package's output).
 	@$(GO) test -count=1 -run '^TestOracle$$' -v ./reconcile/ | grep '^oracle'
@@ -43,6 +47,16 @@ dev-stop:
 ## bench: the benchmarks whose figures the README reports
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./reconcile/ ./scheduler/
+
+## bench-c1m: the C1M shape, small by default (100 jobs × 1,000 allocs on
+## 1,000 nodes); ARGS="-nodes 5000 -jobs 1000 -count 1000" is Nomad's C1M
+bench-c1m:
+	$(GO) run ./cmd/drover-bench c1m $(ARGS)
+
+## bench-burst: 4,000 one-alloc jobs registered as fast as the API takes
+## them on 3 nodes, then purged
+bench-burst:
+	$(GO) run ./cmd/drover-bench burst $(ARGS)
 
 ## lambda: the AWS home's Lambda functions as bootstrap binaries for
 ## provided.al2023 on arm64, into build/<function>/bootstrap, and each zipped

@@ -167,7 +167,9 @@ func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
 	now := time.Now()
 	res := &SweepResult{}
 	var errs []error
-	n, err := scheduler.SweepPending(ctx, h.Store, h.Queue, h.PendingAfter, now, h.Log.Named("sweeper"))
+	// A re-send needs its own dedup ID: the eval's own was used within
+	// the FIFO queue's five-minute window when the eval was first sent.
+	n, err := scheduler.SweepPending(ctx, h.Store, h.Queue.Resender(now), h.PendingAfter, now, h.Log.Named("sweeper"))
 	res.Resent = n
 	errs = append(errs, err)
 	nodes, err := h.Store.Nodes(ctx, "")
