@@ -109,6 +109,6 @@ func TestPickupFigures(t *testing.T) {
 		sum += w
 	}
 	t.Logf("plan committed → task started, %d assignments at random phases of a %s poll: min %s, median %s, mean %s, max %s",
-		n, awscp.PollInterval, waits[0].Round(time.Millisecond), ((waits[n/2-1]+waits[n/2])/2).Round(time.Millisecond),
+		n, awscp.PollInterval, waits[0].Round(time.Millisecond), ((waits[n/2-1] + waits[n/2]) / 2).Round(time.Millisecond),
 		(sum / n).Round(time.Millisecond), waits[n-1].Round(time.Millisecond))
 }
