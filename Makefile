@@ -33,6 +33,7 @@ dev-stop:
 ## bench: the benchmarks whose figures the README reports
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./reconcile/ ./scheduler/
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./placement/
 
 ## lambda: the AWS home's Lambda functions as bootstrap binaries for
 ## provided.al2023 on arm64, into build/<function>/bootstrap (template.yaml
