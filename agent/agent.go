@@ -59,7 +59,9 @@ type Config struct {
 	// HTTPAddr is the API's listen address (servers; default
 	// 127.0.0.1:4646; port 0 picks a free one).
 	HTTPAddr string
-	// Workers is the number of evaluation workers (default 2).
+	// Workers is the number of evaluation workers (default: one per CPU
+	// core, at least 2, as Nomad's num_schedulers). Evaluations of
+	// different jobs compute in parallel; the store serializes commits.
 	Workers int
 	// NodeName names the node of a client (default: the hostname).
 	NodeName string
@@ -122,7 +124,7 @@ func New(cfg Config) (*Agent, error) {
 		cfg.HTTPAddr = DefaultHTTPAddr
 	}
 	if cfg.Workers <= 0 {
-		cfg.Workers = 2
+		cfg.Workers = scheduler.DefaultWorkers()
 	}
 	if cfg.Region == "" {
 		cfg.Region = "global"
@@ -251,6 +253,21 @@ func (a *Agent) Addr() string {
 	default:
 	}
 	return a.cfg.HTTPAddr
+}
+
+// Store returns a server's state store (nil for a client-only agent), for
+// harnesses that read state or register nodes directly while the agent
+// runs (the file is held open by the agent).
+func (a *Agent) Store() *embedded.Store { return a.store }
+
+// QueueStats returns what a server's eval broker holds (zero for a
+// client-only agent): evaluations ready, waiting behind their job's
+// in-flight one, delayed, and in flight.
+func (a *Agent) QueueStats() evqueue.Stats {
+	if a.broker == nil {
+		return evqueue.Stats{}
+	}
+	return a.broker.Stats()
 }
 
 // NodeID returns the client's node ID, or "".

@@ -122,7 +122,7 @@ func (s *Service) jobEval(ctx context.Context, ns, jobID, trigger string) (*stru
 // back with auto_revert), and promote those whose canaries are all healthy
 // when every canary group sets auto_promote.
 func (s *Service) CheckDeployments(ctx context.Context) error {
-	ds, err := s.store.Deployments(ctx, "*", "")
+	ds, err := s.store.ActiveDeployments(ctx)
 	if err != nil {
 		return fmt.Errorf("list deployments: %w", err)
 	}

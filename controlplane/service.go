@@ -42,6 +42,7 @@ type Store interface {
 	JobVersion(ctx context.Context, namespace, jobID string, version uint64) (*structs.Job, error)
 	Deployment(ctx context.Context, deploymentID string) (*structs.Deployment, error)
 	Deployments(ctx context.Context, namespace, prefix string) ([]*structs.Deployment, error)
+	ActiveDeployments(ctx context.Context) ([]*structs.Deployment, error)
 	UpdateDeploymentStatus(ctx context.Context, u *structs.DeploymentStatusUpdate, evals ...*structs.Evaluation) (uint64, error)
 	PromoteDeployment(ctx context.Context, deploymentID string, groups []string, evals ...*structs.Evaluation) (uint64, error)
 	UpdateNodeDrain(ctx context.Context, nodeID string, strategy *structs.DrainStrategy, markEligible bool, evals ...*structs.Evaluation) (*structs.Node, error)

@@ -178,7 +178,7 @@ func TestHealthReportsDriveTheDeployment(t *testing.T) {
 	allocs := f.place(job, dep, "n1", "n1")
 	before := len(f.pendingEvals("web", structs.EvalTriggerDeploymentWatcher))
 	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: "running",
-		DeploymentStatus: health(true, f.clk.Now())}}); err != nil {
+		DeploymentID: allocs[0].DeploymentID, DeploymentStatus: health(true, f.clk.Now())}}); err != nil {
 		t.Fatal(err)
 	}
 	evs := f.pendingEvals("web", structs.EvalTriggerDeploymentWatcher)
@@ -190,7 +190,7 @@ func TestHealthReportsDriveTheDeployment(t *testing.T) {
 	}
 	// The same report again creates nothing new.
 	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: "running", ClientDescription: "x",
-		DeploymentStatus: health(true, f.clk.Now())}}); err != nil {
+		DeploymentID: allocs[0].DeploymentID, DeploymentStatus: health(true, f.clk.Now())}}); err != nil {
 		t.Fatal(err)
 	}
 	if n := len(f.pendingEvals("web", structs.EvalTriggerDeploymentWatcher)); n != before+1 {
@@ -199,7 +199,7 @@ func TestHealthReportsDriveTheDeployment(t *testing.T) {
 	// With a progress deadline, an unhealthy alloc is marked for
 	// rescheduling and the deployment goes on (Nomad's progress_deadline).
 	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[1].ID, ClientStatus: "failed",
-		DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
+		DeploymentID: allocs[1].DeploymentID, DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := f.store.Deployment(f.ctx, dep.ID)
@@ -215,7 +215,7 @@ func TestHealthReportsDriveTheDeployment(t *testing.T) {
 	dep0 := deploymentFor(other, 0, structs.DeploymentState{DesiredTotal: 1})
 	oa := f.place(other, dep0, "n1")
 	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: oa[0].ID, ClientStatus: "failed",
-		DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
+		DeploymentID: oa[0].DeploymentID, DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
 		t.Fatal(err)
 	}
 	d, _ = f.store.Deployment(f.ctx, dep0.ID)
@@ -241,7 +241,7 @@ func TestAutoRevertOnFailure(t *testing.T) {
 	dep1 := deploymentFor(v1, 1, structs.DeploymentState{DesiredTotal: 1, AutoRevert: true})
 	allocs := f.place(v1, dep1, "n1")
 	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: "failed",
-		DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
+		DeploymentID: allocs[0].DeploymentID, DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
 		t.Fatal(err)
 	}
 	d, _ := f.store.Deployment(f.ctx, dep1.ID)
@@ -292,7 +292,7 @@ func TestProgressDeadlineAndAutoPromote(t *testing.T) {
 		t.Fatalf("promotion with an unhealthy canary: %v", err)
 	}
 	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: c.ID, ClientStatus: "running",
-		DeploymentStatus: health(true, f.clk.Now())}}); err != nil {
+		DeploymentID: c.DeploymentID, DeploymentStatus: health(true, f.clk.Now())}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := f.svc.CheckDeployments(f.ctx); err != nil {

@@ -43,19 +43,16 @@ import (
 
 var bins string // directory of the binaries built for this test binary
 
+// TestMain builds the binaries once and runs the tests on kumo, then on
+// moto with kumo kept for what moto lacks (Lambda's Runtime API, STS):
+// DynamoDB, SQS and EventBridge Scheduler are moto's on that leg.
 func TestMain(m *testing.M) {
-	stop, err := awstest.Start()
+	dir, err := os.MkdirTemp("", "drover-fn-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := func() int {
-		defer stop()
-		dir, err := os.MkdirTemp("", "drover-fn-e2e-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
 		defer os.RemoveAll(dir)
 		bins = dir
 		for _, b := range []struct{ out, pkg, tags string }{
@@ -70,7 +67,7 @@ func TestMain(m *testing.M) {
 				return 1
 			}
 		}
-		return m.Run()
+		return awstest.Run(m, awstest.Options{MotoServices: []string{"DYNAMODB", "SQS", "SCHEDULER"}})
 	}()
 	os.Exit(code)
 }
@@ -205,7 +202,8 @@ func TestAWSHomeEndToEnd(t *testing.T) {
 	suffix := fmt.Sprint(time.Now().UnixNano() % 1e9)
 	fnEnv := []string{"DROVER_TABLE=" + table, "DROVER_QUEUE_URL=" + queueURL, "DROVER_QUEUE_ARN=" + queueARN,
 		"DROVER_SCHEDULER_ROLE_ARN=arn:aws:iam::000000000000:role/drover-scheduler", "DROVER_SCHEDULE_GROUP=" + group,
-		"DROVER_BOOTSTRAP_TOKEN_HASH=" + acl.Hash(token), "DROVER_LOG_LEVEL=info", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256"}
+		"DROVER_BOOTSTRAP_TOKEN_HASH=" + acl.Hash(token), "DROVER_LOG_LEVEL=info", "AWS_LAMBDA_FUNCTION_MEMORY_SIZE=256",
+		"DROVER_NODE_ROLE_ARNS=arn:aws:iam::000000000000:role/drover-node"}
 
 	// The functions: created on the endpoint, their bootstraps polling its
 	// Runtime API.
@@ -257,7 +255,7 @@ func TestAWSHomeEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, gw := start(t, "gateway", nil, true, lsBin, "gateway", "-api-function", fns["api"], "-authorizer-function", fns["authorizer"],
-		"-iam-userid", nodeID)
+		"-iam-userid", nodeID, "-iam-userarn", "arn:aws:sts::000000000000:assumed-role/drover-node/aws-e2e")
 	if !strings.HasPrefix(gw, "http://") {
 		t.Fatalf("gateway printed %q", gw)
 	}

@@ -1,18 +1,13 @@
 # drover's AWS home with Terraform: the same resources as ../template.yaml
-# (a test parses both and compares them). Build the functions first with
-# `make lambda`, then `terraform init && terraform apply`.
+# (TestTemplateParity parses both and compares them). Build the function
+# zips first with `make lambda`, then `terraform init && terraform apply`.
 
 data "aws_caller_identity" "current" {}
 data "aws_region" "current" {}
 data "aws_partition" "current" {}
 
 locals {
-  functions = {
-    api        = { description = "Nomad's HTTP API", timeout = 30 }
-    evaluate   = { description = "Evaluates one evaluation per message", timeout = 60 }
-    sweeper    = { description = "Pending evals, liveness, deadlines, drains, GC", timeout = 60 }
-    authorizer = { description = "Checks X-Nomad-Token", timeout = 5 }
-  }
+  build_dir = var.build_dir != "" ? var.build_dir : "${path.module}/../build"
   environment = {
     DROVER_TABLE              = aws_dynamodb_table.state.name
     DROVER_QUEUE_URL          = aws_sqs_queue.eval.url
@@ -23,13 +18,24 @@ locals {
     DROVER_PENDING_AFTER      = "2m"
     DROVER_LOG_LEVEL          = var.log_level
   }
+  # The roles the node-agent routes accept: the ones given, or the one
+  # created here.
+  node_role_arns = length(var.node_role_arns) > 0 ? var.node_role_arns : aws_iam_role.node_agent[*].arn
+  lambda_trust = jsonencode({
+    Version   = "2012-10-17"
+    Statement = [{ Effect = "Allow", Principal = { Service = "lambda.amazonaws.com" }, Action = "sts:AssumeRole" }]
+  })
 }
 
+# One table; keys and indexes as storage/dynamodb/README.md describes. It
+# is drover's whole state: deletion protection keeps it through a
+# `terraform destroy` (set deletion_protection = false first to delete it).
 resource "aws_dynamodb_table" "state" {
-  name         = var.name
-  billing_mode = "PAY_PER_REQUEST"
-  hash_key     = "PK"
-  range_key    = "SK"
+  name                        = var.name
+  billing_mode                = "PAY_PER_REQUEST"
+  hash_key                    = "PK"
+  range_key                   = "SK"
+  deletion_protection_enabled = var.deletion_protection
 
   attribute {
     name = "PK"
@@ -88,13 +94,15 @@ resource "aws_dynamodb_table" "state" {
   }
 }
 
+# The queues go with a destroy: every message on them is a pending
+# evaluation the table also holds, and the sweeper re-sends those.
 resource "aws_sqs_queue" "eval_dlq" {
   name                      = "${var.name}-evals-dlq.fifo"
   fifo_queue                = true
   message_retention_seconds = 1209600
 }
 
-# Visibility timeout 360 s: above the evaluate function's 60 s timeout.
+# Visibility timeout 360 s: six times the evaluate function's 60 s timeout.
 resource "aws_sqs_queue" "eval" {
   name                        = "${var.name}-evals.fifo"
   fifo_queue                  = true
@@ -107,128 +115,210 @@ resource "aws_sqs_queue" "eval" {
   })
 }
 
+# var.name is at most 32 characters: within the 64 a group name may have.
 resource "aws_scheduler_schedule_group" "drover" {
   name = var.name
 }
 
+# The role EventBridge Scheduler assumes to send delayed evals to the
+# queue; only Scheduler acting for this account may assume it.
 resource "aws_iam_role" "scheduler" {
   name = "${var.name}-scheduler"
   assume_role_policy = jsonencode({
-    Version   = "2012-10-17"
-    Statement = [{ Effect = "Allow", Principal = { Service = "scheduler.amazonaws.com" }, Action = "sts:AssumeRole" }]
+    Version = "2012-10-17"
+    Statement = [{
+      Effect    = "Allow"
+      Principal = { Service = "scheduler.amazonaws.com" }
+      Action    = "sts:AssumeRole"
+      Condition = { StringEquals = { "aws:SourceAccount" = data.aws_caller_identity.current.account_id } }
+    }]
   })
 }
 
 resource "aws_iam_role_policy" "scheduler" {
+  name = "send-to-eval-queue"
   role = aws_iam_role.scheduler.id
   policy = jsonencode({
     Version   = "2012-10-17"
-    Statement = [{ Effect = "Allow", Action = "sqs:SendMessage", Resource = aws_sqs_queue.eval.arn }]
+    Statement = [{ Sid = "SendEvals", Effect = "Allow", Action = "sqs:SendMessage", Resource = aws_sqs_queue.eval.arn }]
   })
 }
 
-# One role per function, as SAM creates them.
+# Logs: one group per function, with a retention.
+resource "aws_cloudwatch_log_group" "api" {
+  name              = "/drover/${var.name}/api"
+  retention_in_days = var.log_retention_days
+}
+resource "aws_cloudwatch_log_group" "evaluate" {
+  name              = "/drover/${var.name}/evaluate"
+  retention_in_days = var.log_retention_days
+}
+resource "aws_cloudwatch_log_group" "sweeper" {
+  name              = "/drover/${var.name}/sweeper"
+  retention_in_days = var.log_retention_days
+}
+resource "aws_cloudwatch_log_group" "authorizer" {
+  name              = "/drover/${var.name}/authorizer"
+  retention_in_days = var.log_retention_days
+}
+
+# The calls the api, evaluate and sweeper functions make (storage/dynamodb,
+# events/sqs's producer, events/schedule): the table and its indexes, sends
+# to the eval queue, one-time schedules in the group with the Scheduler role
+# passed to Scheduler only.
+resource "aws_iam_policy" "control_plane" {
+  name        = "${var.name}-control-plane"
+  description = "drover control plane - the state table, sends to the eval queue, delayed evals"
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      {
+        Sid    = "State"
+        Effect = "Allow"
+        Action = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:GetItem",
+        "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+        Resource = [aws_dynamodb_table.state.arn, "${aws_dynamodb_table.state.arn}/index/*"]
+      },
+      { Sid = "SendEvals", Effect = "Allow", Action = "sqs:SendMessage", Resource = aws_sqs_queue.eval.arn },
+      {
+        Sid      = "DelayEvals"
+        Effect   = "Allow"
+        Action   = "scheduler:CreateSchedule"
+        Resource = "arn:${data.aws_partition.current.partition}:scheduler:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:schedule/${aws_scheduler_schedule_group.drover.name}/*"
+      },
+      {
+        Sid       = "PassSchedulerRole"
+        Effect    = "Allow"
+        Action    = "iam:PassRole"
+        Resource  = aws_iam_role.scheduler.arn
+        Condition = { StringEquals = { "iam:PassedToService" = "scheduler.amazonaws.com" } }
+      },
+    ]
+  })
+}
+
+# One role per function, each with only what its code calls.
 resource "aws_iam_role" "api" {
   name               = "${var.name}-api"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+  assume_role_policy = local.lambda_trust
 }
 resource "aws_iam_role" "evaluate" {
   name               = "${var.name}-evaluate"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+  assume_role_policy = local.lambda_trust
 }
 resource "aws_iam_role" "sweeper" {
   name               = "${var.name}-sweeper"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+  assume_role_policy = local.lambda_trust
 }
 resource "aws_iam_role" "authorizer" {
   name               = "${var.name}-authorizer"
-  assume_role_policy = data.aws_iam_policy_document.lambda_assume.json
+  assume_role_policy = local.lambda_trust
 }
 
-data "aws_iam_policy_document" "lambda_assume" {
-  statement {
-    actions = ["sts:AssumeRole"]
-    principals {
-      type        = "Service"
-      identifiers = ["lambda.amazonaws.com"]
-    }
-  }
+resource "aws_iam_role_policy_attachment" "control_plane" {
+  for_each   = { api = aws_iam_role.api.name, evaluate = aws_iam_role.evaluate.name, sweeper = aws_iam_role.sweeper.name }
+  role       = each.value
+  policy_arn = aws_iam_policy.control_plane.arn
 }
 
-data "aws_iam_policy_document" "control_plane" {
-  statement {
-    actions   = ["dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:UpdateItem", "dynamodb:DeleteItem", "dynamodb:Query", "dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem"]
-    resources = [aws_dynamodb_table.state.arn, "${aws_dynamodb_table.state.arn}/index/*"]
-  }
-  statement {
-    actions   = ["sqs:SendMessage", "sqs:ReceiveMessage", "sqs:DeleteMessage", "sqs:ChangeMessageVisibility", "sqs:GetQueueAttributes"]
-    resources = [aws_sqs_queue.eval.arn]
-  }
-  statement {
-    actions   = ["scheduler:CreateSchedule"]
-    resources = ["arn:${data.aws_partition.current.partition}:scheduler:${data.aws_region.current.name}:${data.aws_caller_identity.current.account_id}:schedule/${aws_scheduler_schedule_group.drover.name}/*"]
-  }
-  statement {
-    actions   = ["iam:PassRole"]
-    resources = [aws_iam_role.scheduler.arn]
-  }
-}
-
-resource "aws_iam_role_policy" "control_plane" {
-  for_each = { api = aws_iam_role.api.id, evaluate = aws_iam_role.evaluate.id, sweeper = aws_iam_role.sweeper.id }
-  role     = each.value
-  policy   = data.aws_iam_policy_document.control_plane.json
-}
-
-resource "aws_iam_role_policy" "authorizer" {
-  role = aws_iam_role.authorizer.id
+resource "aws_iam_role_policy" "api" {
+  name = "logs"
+  role = aws_iam_role.api.id
   policy = jsonencode({
-    Version   = "2012-10-17"
-    Statement = [{ Effect = "Allow", Action = ["dynamodb:GetItem"], Resource = aws_dynamodb_table.state.arn }]
+    Version = "2012-10-17"
+    Statement = [
+      { Sid = "Logs", Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = "${aws_cloudwatch_log_group.api.arn}:*" },
+    ]
   })
 }
 
-resource "aws_iam_role_policy_attachment" "logs" {
-  for_each   = { api = aws_iam_role.api.name, evaluate = aws_iam_role.evaluate.name, sweeper = aws_iam_role.sweeper.name, authorizer = aws_iam_role.authorizer.name }
-  role       = each.value
-  policy_arn = "arn:${data.aws_partition.current.partition}:iam::aws:policy/service-role/AWSLambdaBasicExecutionRole"
+resource "aws_iam_role_policy" "evaluate" {
+  name = "logs-and-eval-queue"
+  role = aws_iam_role.evaluate.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      { Sid = "Logs", Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = "${aws_cloudwatch_log_group.evaluate.arn}:*" },
+      # Receive, delete and attributes: the event source mapping polls with
+      # this role; visibility: the handler hands back what it cannot finish.
+      {
+        Sid      = "ConsumeEvals"
+        Effect   = "Allow"
+        Action   = ["sqs:ChangeMessageVisibility", "sqs:DeleteMessage", "sqs:GetQueueAttributes", "sqs:ReceiveMessage"]
+        Resource = aws_sqs_queue.eval.arn
+      },
+    ]
+  })
 }
 
-data "archive_file" "function" {
-  for_each    = local.functions
-  type        = "zip"
-  source_file = "${var.build_dir}/${each.key}/bootstrap"
-  output_path = "${path.module}/.build/${each.key}.zip"
+resource "aws_iam_role_policy" "sweeper" {
+  name = "logs"
+  role = aws_iam_role.sweeper.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      { Sid = "Logs", Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = "${aws_cloudwatch_log_group.sweeper.arn}:*" },
+    ]
+  })
+}
+
+# The authorizer reads token items (PK TOKEN#<hash>) and nothing else.
+resource "aws_iam_role_policy" "authorizer" {
+  name = "logs-and-tokens"
+  role = aws_iam_role.authorizer.id
+  policy = jsonencode({
+    Version = "2012-10-17"
+    Statement = [
+      { Sid = "Logs", Effect = "Allow", Action = ["logs:CreateLogStream", "logs:PutLogEvents"], Resource = "${aws_cloudwatch_log_group.authorizer.arn}:*" },
+      {
+        Sid       = "ReadTokens"
+        Effect    = "Allow"
+        Action    = "dynamodb:GetItem"
+        Resource  = aws_dynamodb_table.state.arn
+        Condition = { "ForAllValues:StringLike" = { "dynamodb:LeadingKeys" = ["TOKEN#*"] } }
+      },
+    ]
+  })
 }
 
 resource "aws_lambda_function" "api" {
   function_name    = "${var.name}-api"
-  description      = local.functions.api.description
+  description      = "Nomad's HTTP API (user routes with X-Nomad-Token, node-agent routes with IAM)"
   role             = aws_iam_role.api.arn
   runtime          = "provided.al2023"
   architectures    = ["arm64"]
   handler          = "bootstrap"
   memory_size      = 256
   timeout          = 30
-  filename         = data.archive_file.function["api"].output_path
-  source_code_hash = data.archive_file.function["api"].output_base64sha256
+  filename         = "${local.build_dir}/api.zip"
+  source_code_hash = filebase64sha256("${local.build_dir}/api.zip")
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.api.name
+  }
   environment {
-    variables = local.environment
+    variables = merge(local.environment, { DROVER_NODE_ROLE_ARNS = join(",", local.node_role_arns) })
   }
 }
 
+# At most 20 concurrent batches, set on the event source mapping below (a
+# reserved concurrency would take 20 from the account's pool, fail where
+# the quota is below 120, and throttle batches into the visibility timeout).
 resource "aws_lambda_function" "evaluate" {
-  function_name                  = "${var.name}-evaluate"
-  description                    = local.functions.evaluate.description
-  role                           = aws_iam_role.evaluate.arn
-  runtime                        = "provided.al2023"
-  architectures                  = ["arm64"]
-  handler                        = "bootstrap"
-  memory_size                    = 256
-  timeout                        = 60
-  reserved_concurrent_executions = 20
-  filename                       = data.archive_file.function["evaluate"].output_path
-  source_code_hash               = data.archive_file.function["evaluate"].output_base64sha256
+  function_name    = "${var.name}-evaluate"
+  description      = "Evaluates one evaluation per message (reconcile, place, commit the plan)"
+  role             = aws_iam_role.evaluate.arn
+  runtime          = "provided.al2023"
+  architectures    = ["arm64"]
+  handler          = "bootstrap"
+  memory_size      = 256
+  timeout          = 60
+  filename         = "${local.build_dir}/evaluate.zip"
+  source_code_hash = filebase64sha256("${local.build_dir}/evaluate.zip")
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.evaluate.name
+  }
   environment {
     variables = local.environment
   }
@@ -236,15 +326,19 @@ resource "aws_lambda_function" "evaluate" {
 
 resource "aws_lambda_function" "sweeper" {
   function_name    = "${var.name}-sweeper"
-  description      = local.functions.sweeper.description
+  description      = "Re-sends evaluations pending too long; node liveness, deployment deadlines, drains, garbage collection"
   role             = aws_iam_role.sweeper.arn
   runtime          = "provided.al2023"
   architectures    = ["arm64"]
   handler          = "bootstrap"
   memory_size      = 256
   timeout          = 60
-  filename         = data.archive_file.function["sweeper"].output_path
-  source_code_hash = data.archive_file.function["sweeper"].output_base64sha256
+  filename         = "${local.build_dir}/sweeper.zip"
+  source_code_hash = filebase64sha256("${local.build_dir}/sweeper.zip")
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.sweeper.name
+  }
   environment {
     variables = local.environment
   }
@@ -252,25 +346,35 @@ resource "aws_lambda_function" "sweeper" {
 
 resource "aws_lambda_function" "authorizer" {
   function_name    = "${var.name}-authorizer"
-  description      = local.functions.authorizer.description
+  description      = "Checks X-Nomad-Token against the stored token hashes"
   role             = aws_iam_role.authorizer.arn
   runtime          = "provided.al2023"
   architectures    = ["arm64"]
   handler          = "bootstrap"
   memory_size      = 256
   timeout          = 5
-  filename         = data.archive_file.function["authorizer"].output_path
-  source_code_hash = data.archive_file.function["authorizer"].output_base64sha256
+  filename         = "${local.build_dir}/authorizer.zip"
+  source_code_hash = filebase64sha256("${local.build_dir}/authorizer.zip")
+  logging_config {
+    log_format = "Text"
+    log_group  = aws_cloudwatch_log_group.authorizer.name
+  }
   environment {
-    variables = merge(local.environment, { DROVER_BOOTSTRAP_TOKEN_HASH = sha256(var.bootstrap_token) })
+    variables = merge(local.environment, { DROVER_BOOTSTRAP_TOKEN_HASH = var.bootstrap_token_hash })
   }
 }
 
+# Lambda checks at creation that the function's role may receive from the
+# queue: the mapping waits for the role's policy.
 resource "aws_lambda_event_source_mapping" "evaluate" {
   event_source_arn        = aws_sqs_queue.eval.arn
   function_name           = aws_lambda_function.evaluate.arn
   batch_size              = 5
   function_response_types = ["ReportBatchItemFailures"]
+  scaling_config {
+    maximum_concurrency = 20
+  }
+  depends_on = [aws_iam_role_policy.evaluate]
 }
 
 resource "aws_cloudwatch_event_rule" "sweeper" {
@@ -351,7 +455,9 @@ resource "aws_lambda_permission" "authorizer" {
 }
 
 # Attach to each node agent's role: its own node's items only (node ID =
-# aws:userid), heartbeat fields only, and the node-agent API routes.
+# aws:userid), heartbeat fields only, and the node-agent API routes, which
+# accept only the node roles (node_role_arns) and check the caller is that
+# node.
 resource "aws_iam_policy" "node_agent" {
   name        = "${var.name}-node-agent"
   description = "drover node agent - its own node's DynamoDB items and the node-agent API routes"
@@ -386,4 +492,28 @@ resource "aws_iam_policy" "node_agent" {
       },
     ]
   })
+}
+
+# The default node role (when node_role_arns is empty): for EC2 instances,
+# through the instance profile.
+resource "aws_iam_role" "node_agent" {
+  count       = length(var.node_role_arns) == 0 ? 1 : 0
+  name        = "${var.name}-node-agent"
+  description = "drover node agents (EC2 instances); the node-agent policy is attached"
+  assume_role_policy = jsonencode({
+    Version   = "2012-10-17"
+    Statement = [{ Effect = "Allow", Principal = { Service = "ec2.amazonaws.com" }, Action = "sts:AssumeRole" }]
+  })
+}
+
+resource "aws_iam_role_policy_attachment" "node_agent" {
+  count      = length(aws_iam_role.node_agent)
+  role       = aws_iam_role.node_agent[count.index].name
+  policy_arn = aws_iam_policy.node_agent.arn
+}
+
+resource "aws_iam_instance_profile" "node_agent" {
+  count = length(aws_iam_role.node_agent)
+  name  = "${var.name}-node-agent"
+  role  = aws_iam_role.node_agent[count.index].name
 }

@@ -1,7 +1,3 @@
-// Package infra_test checks that template.yaml (SAM) and this Terraform
-// module declare the same resources, that both match the table the
-// DynamoDB store creates, and that the node-agent policy confines an agent
-// to its own node's items.
 package infra_test
 
 import (
@@ -9,229 +5,50 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
 
-	"github.com/hashicorp/hcl/v2"
-	"github.com/hashicorp/hcl/v2/hclparse"
-	"github.com/hashicorp/hcl/v2/hclsyntax"
-	"github.com/zclconf/go-cty/cty"
-	"github.com/zclconf/go-cty/cty/function"
-	"github.com/zclconf/go-cty/cty/function/stdlib"
-	ctyjson "github.com/zclconf/go-cty/cty/json"
 	"gopkg.in/yaml.v3"
 
 	ddb "github.com/drover-sched/drover/storage/dynamodb"
 )
-
-// CloudFormation side.
-
-// cfnValue converts a YAML node to Go values; CloudFormation's short-form
-// tags (!Ref X, !GetAtt A.B, !Sub "...") become {"Ref": X}, {"Fn::GetAtt": ...}.
-func cfnValue(n *yaml.Node) any {
-	var v any
-	switch n.Kind {
-	case yaml.DocumentNode:
-		return cfnValue(n.Content[0])
-	case yaml.MappingNode:
-		m := map[string]any{}
-		for i := 0; i+1 < len(n.Content); i += 2 {
-			m[n.Content[i].Value] = cfnValue(n.Content[i+1])
-		}
-		v = m
-	case yaml.SequenceNode:
-		var l []any
-		for _, c := range n.Content {
-			l = append(l, cfnValue(c))
-		}
-		v = l
-	case yaml.AliasNode:
-		return cfnValue(n.Alias)
-	default:
-		switch n.Tag {
-		case "!!int", "!!bool", "!!float", "!!null":
-			var x any
-			_ = n.Decode(&x)
-			v = x
-		default:
-			v = n.Value
-		}
-	}
-	if strings.HasPrefix(n.Tag, "!") && !strings.HasPrefix(n.Tag, "!!") {
-		name := strings.TrimPrefix(n.Tag, "!")
-		if name != "Ref" && name != "Condition" {
-			name = "Fn::" + name
-		}
-		return map[string]any{name: v}
-	}
-	return v
-}
-
-func loadTemplate(t *testing.T) map[string]map[string]any {
-	t.Helper()
-	data, err := os.ReadFile(filepath.Join("..", "template.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(data, &doc); err != nil {
-		t.Fatalf("template.yaml: %v", err)
-	}
-	root := cfnValue(&doc).(map[string]any)
-	out := map[string]map[string]any{}
-	for name, r := range root["Resources"].(map[string]any) {
-		out[name] = r.(map[string]any)
-	}
-	return out
-}
-
-func props(r map[string]any) map[string]any {
-	p, _ := r["Properties"].(map[string]any)
-	return p
-}
-
-func ofType(res map[string]map[string]any, typ string) map[string]map[string]any {
-	out := map[string]map[string]any{}
-	for name, r := range res {
-		if r["Type"] == typ {
-			out[name] = r
-		}
-	}
-	return out
-}
-
-// Terraform side.
-
-type tfResource struct {
-	typ, name string
-	body      *hclsyntax.Body
-}
-
-func loadTerraform(t *testing.T) map[string]*tfResource {
-	t.Helper()
-	files, _ := filepath.Glob("*.tf")
-	if len(files) == 0 {
-		t.Fatal("no .tf files in infra/")
-	}
-	p := hclparse.NewParser()
-	out := map[string]*tfResource{}
-	for _, f := range files {
-		file, diags := p.ParseHCLFile(f)
-		if diags.HasErrors() {
-			t.Fatalf("%s: %v", f, diags)
-		}
-		for _, b := range file.Body.(*hclsyntax.Body).Blocks {
-			if b.Type == "resource" && len(b.Labels) == 2 {
-				out[b.Labels[0]+"."+b.Labels[1]] = &tfResource{typ: b.Labels[0], name: b.Labels[1], body: b.Body}
-			}
-		}
-	}
-	return out
-}
-
-// evalCtx evaluates literals and jsonencode; references are unknown.
-var evalCtx = &hcl.EvalContext{
-	Functions: map[string]function.Function{"jsonencode": stdlib.JSONEncodeFunc, "sha256": stdlib.JSONEncodeFunc},
-	Variables: map[string]cty.Value{
-		"aws_dynamodb_table": cty.DynamicVal, "aws_apigatewayv2_api": cty.DynamicVal, "aws_sqs_queue": cty.DynamicVal,
-		"var": cty.DynamicVal, "data": cty.DynamicVal, "local": cty.DynamicVal, "aws_iam_role": cty.DynamicVal,
-	},
-}
-
-func attr(t *testing.T, body *hclsyntax.Body, name string) cty.Value {
-	t.Helper()
-	a, ok := body.Attributes[name]
-	if !ok {
-		return cty.NilVal
-	}
-	v, diags := a.Expr.Value(evalCtx)
-	if diags.HasErrors() {
-		t.Fatalf("attribute %s: %v", name, diags)
-	}
-	return v
-}
-
-func str(v cty.Value) string {
-	if v == cty.NilVal || !v.IsKnown() || v.IsNull() {
-		return ""
-	}
-	switch v.Type() {
-	case cty.String:
-		return v.AsString()
-	case cty.Bool:
-		return fmt.Sprint(v.True())
-	case cty.Number:
-		return v.AsBigFloat().Text('f', -1)
-	}
-	return ""
-}
-
-func blocks(body *hclsyntax.Body, typ string) []*hclsyntax.Block {
-	var out []*hclsyntax.Block
-	for _, b := range body.Blocks {
-		if b.Type == typ {
-			out = append(out, b)
-		}
-	}
-	return out
-}
-
-func tfOfType(res map[string]*tfResource, typ string) map[string]*tfResource {
-	out := map[string]*tfResource{}
-	for _, r := range res {
-		if r.typ == typ {
-			out[r.name] = r
-		}
-	}
-	return out
-}
-
-// norm maps SAM logical names and Terraform names to one vocabulary.
-func norm(name string) string {
-	n := strings.ToLower(name)
-	for _, s := range []string{"function", "role"} {
-		n = strings.TrimSuffix(n, s)
-	}
-	n = strings.ReplaceAll(n, "_", "")
-	return strings.ReplaceAll(n, "deadletterqueue", "dlq")
-}
-
-func sorted(m map[string]bool) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
-}
 
 type tableShape struct {
 	Hash, Range string
 	GSIs        []string // name:hash:range:projection
 }
 
-// TestTemplateParity: template.yaml and infra/ declare the same table
-// (keys and indexes, the same as the store's own TableDefinition), queues,
-// functions, roles and schedule group.
+func storeTable() tableShape {
+	def := ddb.TableDefinition("x")
+	s := tableShape{Hash: *def.KeySchema[0].AttributeName, Range: *def.KeySchema[1].AttributeName}
+	for _, g := range def.GlobalSecondaryIndexes {
+		s.GSIs = append(s.GSIs, fmt.Sprintf("%s:%s:%s:%s", *g.IndexName, *g.KeySchema[0].AttributeName, *g.KeySchema[1].AttributeName, g.Projection.ProjectionType))
+	}
+	sort.Strings(s.GSIs)
+	return s
+}
+
+// TestTemplateParity: template.yaml and infra/ declare the same table (the
+// store's own TableDefinition, on demand, point-in-time recovery,
+// protected), queues, functions (runtime, architecture, handler, memory,
+// timeout, role, log group, environment), log groups with the same
+// retention, event source mapping, sweeper schedule, routes and node
+// roles, and both keep drover's state when they are deleted.
 func TestTemplateParity(t *testing.T) {
 	cfn, tf := loadTemplate(t), loadTerraform(t)
+	tfAttr := func(addr, name string) string {
+		return fmt.Sprint(tf.attr(t, tf.resource(t, addr).body, name))
+	}
 
-	// Tables.
-	want := func() tableShape {
-		def := ddb.TableDefinition("x")
-		s := tableShape{Hash: *def.KeySchema[0].AttributeName, Range: *def.KeySchema[1].AttributeName}
-		for _, g := range def.GlobalSecondaryIndexes {
-			s.GSIs = append(s.GSIs, fmt.Sprintf("%s:%s:%s:%s", *g.IndexName, *g.KeySchema[0].AttributeName, *g.KeySchema[1].AttributeName, g.Projection.ProjectionType))
-		}
-		sort.Strings(s.GSIs)
-		return s
-	}()
-	tables := ofType(cfn, "AWS::DynamoDB::Table")
+	// Table.
+	want := storeTable()
+	tables := cfn.ofType("AWS::DynamoDB::Table")
 	if len(tables) != 1 {
 		t.Fatalf("template tables: %d", len(tables))
 	}
-	for _, r := range tables {
+	for name, r := range tables {
 		p := props(r)
 		var s tableShape
 		for _, k := range p["KeySchema"].([]any) {
@@ -252,93 +69,96 @@ func TestTemplateParity(t *testing.T) {
 		if !reflect.DeepEqual(s, want) {
 			t.Errorf("template table %+v, store creates %+v", s, want)
 		}
-		if p["BillingMode"] != "PAY_PER_REQUEST" {
-			t.Errorf("template table billing %v", p["BillingMode"])
+		pitr, _ := p["PointInTimeRecoverySpecification"].(map[string]any)
+		if p["BillingMode"] != "PAY_PER_REQUEST" || pitr["PointInTimeRecoveryEnabled"] != true || p["DeletionProtectionEnabled"] != true {
+			t.Errorf("template table: billing %v, PITR %v, deletion protection %v", p["BillingMode"], pitr, p["DeletionProtectionEnabled"])
+		}
+		// drover's state outlives the stack.
+		if r["DeletionPolicy"] != "Retain" || r["UpdateReplacePolicy"] != "Retain" {
+			t.Errorf("template table %s: DeletionPolicy %v, UpdateReplacePolicy %v; want Retain for both", name, r["DeletionPolicy"], r["UpdateReplacePolicy"])
 		}
 	}
-	tfTables := tfOfType(tf, "aws_dynamodb_table")
+	tfTables := tf.ofType("aws_dynamodb_table")
 	if len(tfTables) != 1 {
 		t.Fatalf("terraform tables: %d", len(tfTables))
 	}
 	for _, r := range tfTables {
-		s := tableShape{Hash: str(attr(t, r.body, "hash_key")), Range: str(attr(t, r.body, "range_key"))}
+		s := tableShape{Hash: fmt.Sprint(tf.attr(t, r.body, "hash_key")), Range: fmt.Sprint(tf.attr(t, r.body, "range_key"))}
 		for _, g := range blocks(r.body, "global_secondary_index") {
-			s.GSIs = append(s.GSIs, fmt.Sprintf("%s:%s:%s:%s", str(attr(t, g.Body, "name")), str(attr(t, g.Body, "hash_key")),
-				str(attr(t, g.Body, "range_key")), str(attr(t, g.Body, "projection_type"))))
+			s.GSIs = append(s.GSIs, fmt.Sprintf("%v:%v:%v:%v", tf.attr(t, g.Body, "name"), tf.attr(t, g.Body, "hash_key"),
+				tf.attr(t, g.Body, "range_key"), tf.attr(t, g.Body, "projection_type")))
 		}
 		sort.Strings(s.GSIs)
 		if !reflect.DeepEqual(s, want) {
 			t.Errorf("terraform table %+v, store creates %+v", s, want)
 		}
-		if str(attr(t, r.body, "billing_mode")) != "PAY_PER_REQUEST" {
-			t.Error("terraform table billing mode")
+		pitr := blocks(r.body, "point_in_time_recovery")
+		if tf.attr(t, r.body, "billing_mode") != "PAY_PER_REQUEST" || len(pitr) != 1 || tf.attr(t, pitr[0].Body, "enabled") != true {
+			t.Error("terraform table: billing mode or point-in-time recovery")
+		}
+		// Terraform has no Retain: deletion protection (on by default)
+		// makes a destroy stop at the table.
+		if tf.attr(t, r.body, "deletion_protection_enabled") != "${var.deletion_protection}" || tf.variableDefault(t, "deletion_protection") != true {
+			t.Error("terraform table: deletion_protection_enabled must be var.deletion_protection, default true")
 		}
 	}
 
-	// Queues: name, FIFO, content-based dedup, visibility, redrive.
-	queueShape := func(fifo, cbd, vis, maxRecv string) string {
-		return fmt.Sprintf("fifo=%s cbd=%s vis=%s maxReceive=%s", fifo, cbd, vis, maxRecv)
-	}
-	cfnQueues := map[string]string{}
-	for name, r := range ofType(cfn, "AWS::SQS::Queue") {
-		p := props(r)
-		maxRecv := ""
-		if rp, ok := p["RedrivePolicy"].(map[string]any); ok {
-			maxRecv = fmt.Sprint(rp["maxReceiveCount"])
-		}
-		cbd := ""
-		if v, ok := p["ContentBasedDeduplication"]; ok {
-			cbd = fmt.Sprint(v)
-		}
-		vis := ""
-		if v, ok := p["VisibilityTimeout"]; ok {
-			vis = fmt.Sprint(v)
-		}
-		cfnQueues[norm(name)] = queueShape(fmt.Sprint(p["FifoQueue"]), cbd, vis, maxRecv)
-	}
-	tfQueues := map[string]string{}
-	for name, r := range tfOfType(tf, "aws_sqs_queue") {
-		maxRecv := ""
-		if a, ok := r.body.Attributes["redrive_policy"]; ok {
-			call := a.Expr.(*hclsyntax.FunctionCallExpr)
-			obj := call.Args[0].(*hclsyntax.ObjectConsExpr)
-			for _, it := range obj.Items {
-				k, _ := it.KeyExpr.Value(nil)
-				if k.AsString() == "maxReceiveCount" {
-					v, _ := it.ValueExpr.Value(nil)
-					maxRecv = str(v)
-				}
+	// Every stateful resource has its deletion and replacement policy
+	// written out (cfn-lint's I3011 list: tables, queues, log groups).
+	for name, r := range cfn.resources {
+		switch r["Type"] {
+		case "AWS::DynamoDB::Table", "AWS::SQS::Queue", "AWS::Logs::LogGroup":
+			if r["DeletionPolicy"] == nil || r["UpdateReplacePolicy"] == nil {
+				t.Errorf("template %s (%s): DeletionPolicy and UpdateReplacePolicy must be set", name, r["Type"])
 			}
 		}
-		tfQueues[norm(name)+"queue"] = queueShape(str(attr(t, r.body, "fifo_queue")), str(attr(t, r.body, "content_based_deduplication")),
-			str(attr(t, r.body, "visibility_timeout_seconds")), maxRecv)
-	}
-	// Terraform calls them eval and eval_dlq; SAM EvalQueue and EvalDeadLetterQueue.
-	fixed := map[string]string{}
-	for k, v := range tfQueues {
-		fixed[strings.Replace(k, "evaldlqqueue", "evaldlq", 1)] = v
-	}
-	if !reflect.DeepEqual(cfnQueues, fixed) {
-		t.Errorf("queues differ:\n template  %v\n terraform %v", cfnQueues, fixed)
-	}
-	for name, shape := range cfnQueues {
-		if name == "evalqueue" && shape != queueShape("true", "true", "360", "6") {
-			t.Errorf("eval queue: %s (FIFO, content-based dedup for Scheduler, visibility above the function timeout, redrive)", shape)
-		}
 	}
 
-	// Functions: same set, same runtime, architecture, handler, timeout.
-	fnShape := func(runtime, arch, handler, timeout string) string {
-		return fmt.Sprintf("%s/%s/%s/timeout=%s", runtime, arch, handler, timeout)
+	// Queues: FIFO, content-based dedup, visibility, redrive, retention.
+	queueShape := func(fifo, cbd, vis, maxRecv, retention any) string {
+		return fmt.Sprintf("fifo=%v cbd=%v vis=%v maxReceive=%v retention=%v", fifo, cbd, vis, maxRecv, retention)
 	}
-	globals := func() map[string]any {
-		data, _ := os.ReadFile(filepath.Join("..", "template.yaml"))
-		var doc yaml.Node
-		_ = yaml.Unmarshal(data, &doc)
-		return cfnValue(&doc).(map[string]any)["Globals"].(map[string]any)["Function"].(map[string]any)
-	}()
-	cfnFns := map[string]string{}
-	for name, r := range ofType(cfn, "AWS::Serverless::Function") {
+	cfnQueues := map[string]string{}
+	for name, r := range cfn.ofType("AWS::SQS::Queue") {
+		p := props(r)
+		var maxRecv any
+		if rp, ok := p["RedrivePolicy"].(map[string]any); ok {
+			maxRecv = rp["maxReceiveCount"]
+		}
+		cfnQueues[strings.TrimSuffix(norm(name), "queue")] = queueShape(p["FifoQueue"], p["ContentBasedDeduplication"], p["VisibilityTimeout"], maxRecv, p["MessageRetentionPeriod"])
+	}
+	tfQueues := map[string]string{}
+	for name, r := range tf.ofType("aws_sqs_queue") {
+		var maxRecv any
+		if rp, ok := tf.attr(t, r.body, "redrive_policy").(map[string]any); ok {
+			maxRecv = rp["maxReceiveCount"]
+		}
+		tfQueues[norm(name)] = queueShape(tf.attr(t, r.body, "fifo_queue"), tf.attr(t, r.body, "content_based_deduplication"),
+			tf.attr(t, r.body, "visibility_timeout_seconds"), maxRecv, tf.attr(t, r.body, "message_retention_seconds"))
+	}
+	fix := func(m map[string]string) map[string]string {
+		out := map[string]string{}
+		for k, v := range m {
+			out[k] = strings.ReplaceAll(v, "<nil>", "")
+		}
+		return out
+	}
+	if !reflect.DeepEqual(fix(cfnQueues), fix(tfQueues)) {
+		t.Errorf("queues differ:\n template  %v\n terraform %v", fix(cfnQueues), fix(tfQueues))
+	}
+	if q := fix(cfnQueues)["eval"]; q != queueShape(true, true, 360, 6, 1209600) {
+		t.Errorf("eval queue: %s (FIFO, content-based dedup for Scheduler, visibility above the function timeout, redrive)", q)
+	}
+
+	// Functions: the same set and shape; each its own role and log group.
+	type fnShape struct {
+		Runtime, Arch, Handler, Memory, Timeout, Role, LogGroup string
+		Env                                                     []string
+		Reserved                                                bool
+	}
+	globals := cfn.globalFunction()
+	cfnFns := map[string]fnShape{}
+	for name, r := range cfn.ofType("AWS::Serverless::Function") {
 		p := props(r)
 		get := func(k string) string {
 			if v, ok := p[k]; ok {
@@ -346,52 +166,166 @@ func TestTemplateParity(t *testing.T) {
 			}
 			return fmt.Sprint(globals[k])
 		}
-		arch := fmt.Sprint(globals["Architectures"].([]any)[0])
-		cfnFns[norm(name)] = fnShape(get("Runtime"), arch, get("Handler"), get("Timeout"))
-		if cu := fmt.Sprint(p["CodeUri"]); cu != "build/"+norm(name)+"/" {
-			t.Errorf("function %s: CodeUri %s, want the Makefile's build/%s/", name, cu, norm(name))
+		var env []string
+		for _, vars := range []any{globals["Environment"], p["Environment"]} {
+			if m, ok := vars.(map[string]any); ok {
+				env = append(env, sortedKeys(m["Variables"].(map[string]any))...)
+			}
 		}
+		sort.Strings(env)
+		lg, _ := p["LoggingConfig"].(map[string]any)
+		_, reserved := p["ReservedConcurrentExecutions"]
+		cfnFns[norm(name)] = fnShape{Runtime: get("Runtime"), Arch: fmt.Sprint(globals["Architectures"].([]any)[0]), Handler: get("Handler"),
+			Memory: get("MemorySize"), Timeout: get("Timeout"), Role: norm(strings.TrimSuffix(strings.Trim(fmt.Sprint(cfnSymbolic(p["Role"])), "${}"), ".Arn")),
+			LogGroup: norm(strings.Trim(fmt.Sprint(cfnSymbolic(lg["LogGroup"])), "${}")), Env: env, Reserved: reserved}
 	}
-	tfFns := map[string]string{}
-	for name, r := range tfOfType(tf, "aws_lambda_function") {
-		archs := attr(t, r.body, "architectures")
-		tfFns[norm(name)] = fnShape(str(attr(t, r.body, "runtime")), str(archs.Index(cty.NumberIntVal(0))),
-			str(attr(t, r.body, "handler")), str(attr(t, r.body, "timeout")))
+	tfFns := map[string]fnShape{}
+	for name, r := range tf.ofType("aws_lambda_function") {
+		var env []string
+		for _, b := range blocks(r.body, "environment") {
+			env = sortedKeys(tf.attr(t, b.Body, "variables").(map[string]any))
+		}
+		var logGroup string
+		for _, b := range blocks(r.body, "logging_config") {
+			logGroup = norm(strings.TrimSuffix(strings.TrimPrefix(fmt.Sprint(tf.attr(t, b.Body, "log_group")), "${aws_cloudwatch_log_group."), ".name}"))
+		}
+		_, reserved := r.body.Attributes["reserved_concurrent_executions"]
+		tfFns[norm(name)] = fnShape{Runtime: fmt.Sprint(tf.attr(t, r.body, "runtime")), Arch: fmt.Sprint(tf.attr(t, r.body, "architectures").([]any)[0]),
+			Handler: fmt.Sprint(tf.attr(t, r.body, "handler")), Memory: fmt.Sprint(tf.attr(t, r.body, "memory_size")), Timeout: fmt.Sprint(tf.attr(t, r.body, "timeout")),
+			Role:     norm(strings.TrimSuffix(strings.TrimPrefix(fmt.Sprint(tf.attr(t, r.body, "role")), "${aws_iam_role."), ".arn}")),
+			LogGroup: logGroup, Env: env, Reserved: reserved}
 	}
 	if !reflect.DeepEqual(cfnFns, tfFns) {
-		t.Errorf("functions differ:\n template  %v\n terraform %v", cfnFns, tfFns)
+		t.Errorf("functions differ:\n template  %+v\n terraform %+v", cfnFns, tfFns)
 	}
-	for name, shape := range cfnFns {
-		if !strings.HasPrefix(shape, "provided.al2023/arm64/bootstrap") {
-			t.Errorf("function %s: %s", name, shape)
+	for name, f := range cfnFns {
+		if f.Runtime != "provided.al2023" || f.Arch != "arm64" || f.Handler != "bootstrap" || f.Role != name || f.LogGroup != name || f.Reserved {
+			t.Errorf("function %s: %+v (provided.al2023/arm64/bootstrap, its own role and log group, no reserved concurrency)", name, f)
 		}
 	}
+	if !strings.Contains(strings.Join(cfnFns["api"].Env, " "), "DROVER_NODE_ROLE_ARNS") {
+		t.Error("the api function is not told the node roles (DROVER_NODE_ROLE_ARNS)")
+	}
 
-	// Roles: SAM's explicit roles plus one per function ↔ Terraform's.
-	cfnRoles := map[string]bool{}
-	for name := range ofType(cfn, "AWS::IAM::Role") {
-		cfnRoles[norm(name)] = true
+	// Log groups: one per function, the same retention (30 days by default).
+	cfnLogs := map[string]string{}
+	for name, r := range cfn.ofType("AWS::Logs::LogGroup") {
+		cfnLogs[norm(name)] = fmt.Sprint(cfnSymbolic(props(r)["RetentionInDays"]))
+	}
+	tfLogs := map[string]string{}
+	for name, r := range tf.ofType("aws_cloudwatch_log_group") {
+		tfLogs[norm(name)] = fmt.Sprint(tf.attr(t, r.body, "retention_in_days"))
+	}
+	if !reflect.DeepEqual(sortedKeys(cfnLogs), sortedKeys(cfnFns)) || !reflect.DeepEqual(sortedKeys(tfLogs), sortedKeys(tfFns)) {
+		t.Errorf("log groups: template %v, terraform %v; want one per function", sortedKeys(cfnLogs), sortedKeys(tfLogs))
 	}
 	for name := range cfnFns {
-		cfnRoles[name] = true
+		if cfnLogs[name] != "${LogRetentionInDays}" || tfLogs[name] != "${var.log_retention_days}" {
+			t.Errorf("log group %s: retention %s / %s, want the retention parameter / variable", name, cfnLogs[name], tfLogs[name])
+		}
 	}
-	tfRoles := map[string]bool{}
-	for name := range tfOfType(tf, "aws_iam_role") {
-		tfRoles[norm(name)] = true
-	}
-	if !reflect.DeepEqual(sorted(cfnRoles), sorted(tfRoles)) {
-		t.Errorf("roles differ: template %v, terraform %v", sorted(cfnRoles), sorted(tfRoles))
+	if d := cfn.parameterDefault(t, "LogRetentionInDays"); d != "30" || fmt.Sprint(tf.variableDefault(t, "log_retention_days")) != "30" {
+		t.Errorf("log retention defaults: %s / %v, want 30", d, tf.variableDefault(t, "log_retention_days"))
 	}
 
-	// Schedule group, HTTP API, node-agent policy.
+	// The evaluate function's queue: batch, partial failures, concurrency
+	// capped on the mapping; Terraform waits for the role's policy.
+	ev := props(cfn.resources["EvaluateFunction"])["Events"].(map[string]any)["EvalQueue"].(map[string]any)["Properties"].(map[string]any)
+	esm := tf.resource(t, "aws_lambda_event_source_mapping.evaluate")
+	var tfMaxConc any
+	for _, b := range blocks(esm.body, "scaling_config") {
+		tfMaxConc = tf.attr(t, b.Body, "maximum_concurrency")
+	}
+	cfnMaxConc := ev["ScalingConfig"].(map[string]any)["MaximumConcurrency"]
+	if fmt.Sprint(ev["BatchSize"]) != "5" || fmt.Sprint(tf.attr(t, esm.body, "batch_size")) != "5" || fmt.Sprint(cfnMaxConc) != "20" || fmt.Sprint(tfMaxConc) != "20" ||
+		canonical(ev["FunctionResponseTypes"]) != `["ReportBatchItemFailures"]` || canonical(tf.attr(t, esm.body, "function_response_types")) != `["ReportBatchItemFailures"]` {
+		t.Errorf("evaluate mapping: template batch %v max %v types %v; terraform batch %v max %v", ev["BatchSize"], cfnMaxConc, ev["FunctionResponseTypes"],
+			tf.attr(t, esm.body, "batch_size"), tfMaxConc)
+	}
+	if deps := fmt.Sprint(tf.attr(t, esm.body, "depends_on")); !strings.Contains(deps, "${aws_iam_role_policy.evaluate}") {
+		t.Errorf("terraform's event source mapping depends on %s; it must wait for aws_iam_role_policy.evaluate (Lambda checks the role at creation)", deps)
+	}
+
+	// The sweeper every minute.
+	sw := props(cfn.resources["SweeperFunction"])["Events"].(map[string]any)["EveryMinute"].(map[string]any)["Properties"].(map[string]any)
+	if sw["Schedule"] != "rate(1 minute)" || tfAttr("aws_cloudwatch_event_rule.sweeper", "schedule_expression") != "rate(1 minute)" {
+		t.Error("sweeper schedule differs from rate(1 minute)")
+	}
+
+	// Routes: user routes behind the token authorizer, node routes IAM.
+	apiEvents := props(cfn.resources["ApiFunction"])["Events"].(map[string]any)
+	nodeRoute := apiEvents["NodeAgentRoutes"].(map[string]any)["Properties"].(map[string]any)
+	if nodeRoute["Path"] != "/v1/nodeagent/{proxy+}" || nodeRoute["Auth"].(map[string]any)["Authorizer"] != "AWS_IAM" ||
+		tfAttr("aws_apigatewayv2_route.node_agent", "route_key") != "ANY /v1/nodeagent/{proxy+}" || tfAttr("aws_apigatewayv2_route.node_agent", "authorization_type") != "AWS_IAM" {
+		t.Error("node-agent routes must be IAM-authorized in both")
+	}
+	if tfAttr("aws_apigatewayv2_route.user", "authorization_type") != "CUSTOM" || props(cfn.resources["HttpApi"])["Auth"].(map[string]any)["DefaultAuthorizer"] != "NomadToken" {
+		t.Error("user routes must go through the X-Nomad-Token authorizer in both")
+	}
+
+	// Node roles: a parameter / variable, empty by default (then the role
+	// each creates).
+	if d := cfn.parameterDefault(t, "NodeRoleArns"); d != "" || canonical(tf.variableDefault(t, "node_role_arns")) != "[]" {
+		t.Errorf("node roles default: %q / %v, want empty", d, tf.variableDefault(t, "node_role_arns"))
+	}
+	if cfn.resources["NodeAgentRole"]["Condition"] != "CreateNodeRole" || !strings.Contains(tfAttr("aws_iam_role.node_agent", "count"), "var.node_role_arns") {
+		t.Error("the node role is created only when no node roles are given, in both")
+	}
+
+	// The same resource kinds, one for one (and by name).
 	for cfnType, tfType := range map[string]string{
 		"AWS::Scheduler::ScheduleGroup": "aws_scheduler_schedule_group",
 		"AWS::Serverless::HttpApi":      "aws_apigatewayv2_api",
-		"AWS::IAM::ManagedPolicy":       "aws_iam_policy",
 	} {
-		if len(ofType(cfn, cfnType)) != 1 || len(tfOfType(tf, tfType)) != 1 {
-			t.Errorf("%s / %s: %d and %d", cfnType, tfType, len(ofType(cfn, cfnType)), len(tfOfType(tf, tfType)))
+		if len(cfn.ofType(cfnType)) != 1 || len(tf.ofType(tfType)) != 1 {
+			t.Errorf("%s / %s: %d and %d", cfnType, tfType, len(cfn.ofType(cfnType)), len(tf.ofType(tfType)))
 		}
+	}
+	for cfnType, tfType := range map[string]string{
+		"AWS::IAM::ManagedPolicy":   "aws_iam_policy",
+		"AWS::IAM::Role":            "aws_iam_role",
+		"AWS::IAM::InstanceProfile": "aws_iam_instance_profile",
+		"AWS::Logs::LogGroup":       "aws_cloudwatch_log_group",
+		"AWS::Serverless::Function": "aws_lambda_function",
+	} {
+		var a, b []string
+		for name := range cfn.ofType(cfnType) {
+			a = append(a, norm(name))
+		}
+		for name := range tf.ofType(tfType) {
+			b = append(b, norm(name))
+		}
+		sort.Strings(a)
+		sort.Strings(b)
+		if !reflect.DeepEqual(a, b) {
+			t.Errorf("%s %v / %s %v", cfnType, a, tfType, b)
+		}
+	}
+}
+
+// scheduleGroupName is EventBridge Scheduler's rule for a group name.
+var scheduleGroupName = regexp.MustCompile(`^[0-9a-zA-Z-_.]{1,64}$`)
+
+// TestScheduleGroupNameFits: the template's schedule group name fits
+// Scheduler's 64 characters for the longest stack name CloudFormation
+// allows (128), and Terraform's name variable is bounded so that it and
+// every name derived from it fit (tests/plan.tftest.hcl plans the longest).
+func TestScheduleGroupNameFits(t *testing.T) {
+	cfn, tf := loadTemplate(t), loadTerraform(t)
+	stack := strings.Repeat("s", 128)
+	name := cfnEval(t, props(cfn.resources["ScheduleGroup"])["Name"], map[string]string{
+		"AWS::StackName": stack,
+		"AWS::StackId":   "arn:aws:cloudformation:us-east-1:123456789012:stack/" + stack + "/8a3f6b70-2f1e-11ef-9d3c-0a1b2c3d4e5f",
+	})
+	if !scheduleGroupName.MatchString(name) {
+		t.Errorf("schedule group name for a 128-character stack: %q (%d characters)", name, len(name))
+	}
+	if got := tf.attr(t, tf.resource(t, "aws_scheduler_schedule_group.drover").body, "name"); got != "${var.name}" {
+		t.Errorf("terraform schedule group name %v, want var.name", got)
+	}
+	val := blocks(tf.variables["name"], "validation")
+	if len(val) != 1 || !strings.Contains(fmt.Sprint(tf.attr(t, val[0].Body, "condition")), "{2,31}") {
+		t.Error("terraform's name variable must be validated to at most 32 characters")
 	}
 }
 
@@ -418,8 +352,7 @@ func toStrings(v any) []string {
 	return nil
 }
 
-func statements(t *testing.T, doc map[string]any) map[string]statement {
-	t.Helper()
+func statements(doc map[string]any) map[string]statement {
 	out := map[string]statement{}
 	for _, s := range doc["Statement"].([]any) {
 		sm := s.(map[string]any)
@@ -440,29 +373,11 @@ func statements(t *testing.T, doc map[string]any) map[string]statement {
 // the heartbeat to the heartbeat attributes, and grants no write besides
 // it (registration and reports go through the API).
 func TestNodeAgentPolicy(t *testing.T) {
-	var cfnDoc map[string]any
-	for _, r := range ofType(loadTemplate(t), "AWS::IAM::ManagedPolicy") {
-		cfnDoc = props(r)["PolicyDocument"].(map[string]any)
-	}
-	var tfDoc map[string]any
-	for _, r := range tfOfType(loadTerraform(t), "aws_iam_policy") {
-		v := attr(t, r.body, "policy")
-		if !v.IsKnown() {
-			// jsonencode over an object with unknown references: decode the
-			// object expression itself.
-			call := r.body.Attributes["policy"].Expr.(*hclsyntax.FunctionCallExpr)
-			obj, diags := call.Args[0].Value(evalCtx)
-			if diags.HasErrors() {
-				t.Fatal(diags)
-			}
-			tfDoc = ctyToGo(obj).(map[string]any)
-		} else {
-			raw, _ := ctyjson.Marshal(v, v.Type())
-			_ = yaml.Unmarshal(raw, &tfDoc)
-		}
-	}
+	cfnDoc := props(loadTemplate(t).resources["NodeAgentPolicy"])["PolicyDocument"].(map[string]any)
+	tf := loadTerraform(t)
+	tfDoc := tf.attr(t, tf.resource(t, "aws_iam_policy.node_agent").body, "policy").(map[string]any)
 	for name, doc := range map[string]map[string]any{"template.yaml": cfnDoc, "infra": tfDoc} {
-		st := statements(t, doc)
+		st := statements(doc)
 		leading := []string{"NODE#${aws:userid}"}
 		for _, sid := range []string{"ReadOwnNode", "HeartbeatOwnNode"} {
 			if !reflect.DeepEqual(st[sid].LeadingKeys, leading) {
@@ -491,37 +406,6 @@ func TestNodeAgentPolicy(t *testing.T) {
 	}
 }
 
-func ctyToGo(v cty.Value) any {
-	if !v.IsKnown() || v.IsNull() {
-		return nil
-	}
-	t := v.Type()
-	switch {
-	case t == cty.String:
-		return v.AsString()
-	case t == cty.Number:
-		f, _ := v.AsBigFloat().Float64()
-		return f
-	case t == cty.Bool:
-		return v.True()
-	case t.IsObjectType() || t.IsMapType():
-		m := map[string]any{}
-		for it := v.ElementIterator(); it.Next(); {
-			k, e := it.Element()
-			m[k.AsString()] = ctyToGo(e)
-		}
-		return m
-	case t.IsTupleType() || t.IsListType() || t.IsSetType():
-		var l []any
-		for it := v.ElementIterator(); it.Next(); {
-			_, e := it.Element()
-			l = append(l, ctyToGo(e))
-		}
-		return l
-	}
-	return nil
-}
-
 // TestLocalStackInitParity: the LocalStack init script creates the same
 // table (init/table.json against the store's TableDefinition), the FIFO
 // queue with content-based dedup, visibility and redrive, its dead-letter
@@ -543,13 +427,7 @@ func TestLocalStackInitParity(t *testing.T) {
 			ks[1].(map[string]any)["AttributeName"], gm["Projection"].(map[string]any)["ProjectionType"]))
 	}
 	sort.Strings(gsis)
-	def := ddb.TableDefinition("drover")
-	var want []string
-	for _, g := range def.GlobalSecondaryIndexes {
-		want = append(want, fmt.Sprintf("%s:%s:%s:%s", *g.IndexName, *g.KeySchema[0].AttributeName, *g.KeySchema[1].AttributeName, g.Projection.ProjectionType))
-	}
-	sort.Strings(want)
-	if !reflect.DeepEqual(gsis, want) || got["TableName"] != ddb.DefaultTable {
+	if want := storeTable().GSIs; !reflect.DeepEqual(gsis, want) || got["TableName"] != ddb.DefaultTable {
 		t.Errorf("init table %v %v, store %v", got["TableName"], gsis, want)
 	}
 	script, err := os.ReadFile(filepath.Join("..", "localstack", "init", "drover.sh"))
@@ -564,8 +442,11 @@ func TestLocalStackInitParity(t *testing.T) {
 	}
 	tf := loadTerraform(t)
 	for _, q := range []string{"eval", "eval_dlq"} {
-		if _, ok := tf["aws_sqs_queue."+q]; !ok {
+		if _, ok := tf.resources["aws_sqs_queue."+q]; !ok {
 			t.Errorf("terraform has no queue %s", q)
 		}
+	}
+	if d := tf.variableDefault(t, "name"); d != ddb.DefaultTable {
+		t.Errorf("terraform's default name %v, the init script's drover", d)
 	}
 }

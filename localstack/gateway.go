@@ -28,12 +28,14 @@ import (
 // (/v1/nodeagent/...) need a SigV4 Authorization header and get the
 // caller's IAM identity in requestContext.authorizer.iam. Local endpoints
 // have no IAM, so the signature is not verified: the identity is the one
-// given with -iam-userid (the caller identity of the test's credentials).
+// given with -iam-userid and -iam-userarn (the aws:userid and ARN API
+// Gateway would report for the signer).
 type gateway struct {
 	lambda     *lambda.Client
 	api        string
 	authorizer string
 	userID     string
+	userARN    string
 	logf       func(string, ...any)
 }
 
@@ -44,6 +46,7 @@ func runGateway(args []string) int {
 	api := fs.String("api-function", "", "the api function")
 	authorizer := fs.String("authorizer-function", "", "the X-Nomad-Token authorizer function (empty: user routes open)")
 	userID := fs.String("iam-userid", "", "aws:userid of SigV4-signed callers (node-agent routes)")
+	userARN := fs.String("iam-userarn", "", "ARN of SigV4-signed callers (node-agent routes), e.g. an assumed-role session")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -57,7 +60,7 @@ func runGateway(args []string) int {
 	if *endpoint != "" {
 		cfg.BaseEndpoint = aws.String(*endpoint)
 	}
-	g := &gateway{lambda: lambda.NewFromConfig(cfg), api: *api, authorizer: *authorizer, userID: *userID,
+	g := &gateway{lambda: lambda.NewFromConfig(cfg), api: *api, authorizer: *authorizer, userID: *userID, userARN: *userARN,
 		logf: log.New(os.Stderr, "gateway: ", log.LstdFlags|log.Lmicroseconds).Printf}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -115,7 +118,7 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 		rc.Authorizer = &events.APIGatewayV2HTTPRequestContextAuthorizerDescription{
-			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserID: g.userID, AccessKey: accessKey(auth)}}
+			IAM: &events.APIGatewayV2HTTPRequestContextAuthorizerIAMDescription{UserID: g.userID, UserARN: g.userARN, AccessKey: accessKey(auth)}}
 	} else if g.authorizer != "" {
 		if headers["x-nomad-token"] == "" {
 			writeGatewayError(w, http.StatusUnauthorized, "Unauthorized")

@@ -803,6 +803,9 @@ func (ar *allocRunner) snapshot() (*structs.Allocation, allocMutableState) {
 	case health != nil:
 		ds = deploymentStatus(ar.alloc, health.Healthy, health.At)
 	}
+	// The health is for the deployment the alloc is in now; the report
+	// says which, so that a report sent late (after the server moved the
+	// alloc to another deployment) is not counted there.
 	snap := &structs.Allocation{
 		ID:                ar.id,
 		NodeID:            ar.agent.NodeID(),
@@ -810,6 +813,9 @@ func (ar *allocRunner) snapshot() (*structs.Allocation, allocMutableState) {
 		ClientDescription: desc,
 		TaskStates:        states,
 		DeploymentStatus:  ds,
+	}
+	if ds != nil {
+		snap.DeploymentID = ar.alloc.DeploymentID
 	}
 	mutable := allocMutableState{
 		ClientStatus:      status,

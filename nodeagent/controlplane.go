@@ -29,7 +29,9 @@ type ControlPlane interface {
 	Assignments(ctx context.Context, nodeID string) ([]*structs.Allocation, uint64, error)
 	// UpdateAllocs reports client-side state for allocations of the node:
 	// for each, ID plus ClientStatus, ClientDescription, TaskStates and
-	// DeploymentStatus (health) are read; other fields are ignored.
+	// DeploymentStatus (health) with DeploymentID, the deployment that
+	// health is for, are read; other fields are ignored. Health for
+	// another deployment than the alloc's current one is ignored.
 	UpdateAllocs(ctx context.Context, nodeID string, updates []*structs.Allocation) error
 	// PreviousAlloc returns the allocation that allocID (an allocation
 	// assigned to nodeID) replaces, with at least its ID, NodeID,

@@ -93,6 +93,11 @@ while true; do sleep 0.1; done`)
 	if want := restartedAt.Add(10 * time.Second); !rep.DeploymentStatus.Timestamp.Equal(want) {
 		t.Errorf("healthy at %v, want %v (min_healthy_time after the last start)", rep.DeploymentStatus.Timestamp, want)
 	}
+	// The report names the deployment its health is for, so that the
+	// control plane can ignore it once the alloc is in another one.
+	if rep.DeploymentID != "d1" {
+		t.Errorf("health report names deployment %q, want d1", rep.DeploymentID)
+	}
 
 	// The alloc joins another deployment (the server resets its status):
 	// the verdict is forgotten and decided again.
@@ -103,6 +108,9 @@ while true; do sleep 0.1; done`)
 	rep = cp.waitReport(t, alloc.ID, "healthy in d2", hasHealth("healthy"))
 	if want := restartedAt.Add(20 * time.Second); !rep.DeploymentStatus.Timestamp.Equal(want) {
 		t.Errorf("d2 verdict reused d1's: %+v", rep.DeploymentStatus)
+	}
+	if rep.DeploymentID != "d2" {
+		t.Errorf("health report in d2 names deployment %q", rep.DeploymentID)
 	}
 }
 
@@ -118,8 +126,8 @@ func TestHealthUnhealthyOnFailure(t *testing.T) {
 	alloc := deployedAlloc(time.Hour, time.Hour, shTask("bad", "sleep 0.2; exit 3"), shTask("other", "while true; do sleep 0.1; done"))
 	cp.addAlloc(alloc)
 	rep := cp.waitReport(t, alloc.ID, "unhealthy", hasHealth("unhealthy"))
-	if rep.ClientStatus != structs.AllocClientStatusFailed {
-		t.Errorf("client status %s", rep.ClientStatus)
+	if rep.ClientStatus != structs.AllocClientStatusFailed || rep.DeploymentID != "d1" {
+		t.Errorf("client status %s, deployment %q", rep.ClientStatus, rep.DeploymentID)
 	}
 	waitFor(t, 5*time.Second, "no process left", func() bool { return len(procsReferencing(dir)) == 0 })
 }

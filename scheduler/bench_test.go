@@ -5,10 +5,12 @@ import (
 	"fmt"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"go.uber.org/zap"
 
 	"github.com/drover-sched/drover/controlplane"
+	evqueue "github.com/drover-sched/drover/events/embedded"
 	"github.com/drover-sched/drover/placement"
 	"github.com/drover-sched/drover/reconcile"
 	"github.com/drover-sched/drover/scheduler"
@@ -61,6 +63,60 @@ func BenchmarkEvaluateEmbedded(b *testing.B) {
 			allocs, _ := store.AllocsByJob(ctx, "default", "bench-0")
 			if len(allocs) != tc.count {
 				b.Fatalf("placed %d, want %d", len(allocs), tc.count)
+			}
+		})
+	}
+}
+
+// BenchmarkEvaluateParallel shows evaluations of different jobs computing
+// in parallel: 20 jobs of count 500 on 500 nodes evaluated through the
+// embedded broker by 1 worker, then by one worker per core (commits are
+// serialized by the store). Compare placements/s between the two.
+func BenchmarkEvaluateParallel(b *testing.B) {
+	const jobs, count, nodes = 20, 500, 500
+	for _, workers := range []int{1, scheduler.DefaultWorkers()} {
+		b.Run(fmt.Sprintf("workers=%d", workers), func(b *testing.B) {
+			store, err := embedded.Open(filepath.Join(b.TempDir(), "state.db"))
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer store.Close()
+			ctx := context.Background()
+			broker := evqueue.New(evqueue.Config{})
+			defer broker.Close()
+			svc := controlplane.New(controlplane.Config{Store: store, Queue: broker, Logger: zap.NewNop()})
+			for i := 0; i < nodes; i++ {
+				id := fmt.Sprintf("node-%04d", i)
+				if _, err := svc.RegisterNode(ctx, &structs.Node{ID: id, Name: id, Datacenter: "dc1",
+					NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 1 << 40},
+						Memory: structs.NodeMemoryResources{MemoryMB: 1 << 40}, Disk: structs.NodeDiskResources{DiskMB: 1 << 40}},
+					Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}}}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			ev := &scheduler.Evaluator{State: store, Queue: broker, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
+				RescheduleTracker: reconcile.NextRescheduleTracker}
+			wctx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			go func() { scheduler.RunWorkers(wctx, workers, broker, ev, zap.NewNop()); close(done) }()
+			defer func() { stop(); <-done }()
+			idle := func() bool { s := broker.Stats(); return s.Ready+s.Waiting+s.Unacked+s.Delayed == 0 }
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				for j := 0; j < jobs; j++ {
+					// Registration enqueues the eval: the workers start at once.
+					if _, err := svc.RegisterJob(ctx, &controlplane.RegisterRequest{Job: job(fmt.Sprintf("par-%d-%d", i, j), count, 100)}); err != nil {
+						b.Fatal(err)
+					}
+				}
+				for !idle() {
+					time.Sleep(time.Millisecond)
+				}
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(jobs*count*b.N)/b.Elapsed().Seconds(), "placements/s")
+			if allocs, _ := store.AllocsByJob(ctx, "default", "par-0-0"); len(allocs) != count {
+				b.Fatalf("placed %d, want %d", len(allocs), count)
 			}
 		})
 	}

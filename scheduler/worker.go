@@ -3,6 +3,7 @@ package scheduler
 import (
 	"context"
 	"errors"
+	"runtime"
 	"sync"
 
 	"go.uber.org/zap"
@@ -16,6 +17,14 @@ type Consumer interface {
 	Ack(evalID, token string) error
 	Nack(evalID, token, reason string) error
 	Enqueue(ctx context.Context, evals ...*structs.Evaluation) error
+}
+
+// DefaultWorkers is how many evaluation workers a server runs unless told:
+// one per CPU core the process may use, at least 2 (Nomad's
+// num_schedulers defaults to the core count). Evaluations of different
+// jobs compute in parallel on them; commits are serialized by the store.
+func DefaultWorkers() int {
+	return max(2, runtime.GOMAXPROCS(0))
 }
 
 // RunWorkers runs n workers taking evaluations from q until ctx ends or

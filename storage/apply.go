@@ -49,7 +49,12 @@ func ApplyUpdate(a *structs.Allocation, u *structs.AllocUpdate, now int64) {
 
 // ApplyClientUpdate copies the client-owned fields of u onto a and reports
 // whether anything changed. A status the control plane decided (lost) is
-// not overwritten by a late report from the node.
+// not overwritten by a late non-terminal report from the node (a terminal
+// one replaces it: the node is the authority on how the alloc ended, as in
+// Nomad). Deployment health counts only for the deployment the report
+// names (u.DeploymentID), when that is still the alloc's: a late report
+// from before the alloc joined another deployment, or one naming none, is
+// not health in the current one.
 func ApplyClientUpdate(a, u *structs.Allocation) bool {
 	before, _ := json.Marshal(a)
 	reported := &structs.Allocation{ClientStatus: u.ClientStatus}
@@ -62,7 +67,7 @@ func ApplyClientUpdate(a, u *structs.Allocation) bool {
 	if u.TaskStates != nil {
 		a.TaskStates = u.TaskStates
 	}
-	if u.DeploymentStatus != nil {
+	if u.DeploymentStatus != nil && u.DeploymentID != "" && u.DeploymentID == a.DeploymentID {
 		ds := &structs.AllocDeploymentStatus{}
 		if a.DeploymentStatus != nil {
 			*ds = *a.DeploymentStatus

@@ -255,7 +255,9 @@ type Store interface {
 	AllocsByEval(ctx context.Context, evalID string) ([]*structs.Allocation, error)
 	// UpdateAllocsFromClient applies a node's report (client status and
 	// description, task states, deployment health) to allocs of that node
-	// and returns what changed. An alloc of another node is an error;
+	// and returns what changed. Health counts only when the report's
+	// DeploymentID is the alloc's current deployment (see
+	// ApplyClientUpdate). An alloc of another node is an error;
 	// an unknown alloc is skipped (it may have been garbage collected).
 	// An alloc that becomes terminal releases what it held from its
 	// node's usage record in the same transaction.
@@ -281,6 +283,11 @@ type Store interface {
 	// Deployments lists deployments whose ID starts with prefix, in
 	// namespace ("" or "*" for all), newest first.
 	Deployments(ctx context.Context, namespace, prefix string) ([]*structs.Deployment, error)
+	// ActiveDeployments lists the deployments not yet terminal
+	// (structs.Deployment.Active) in every namespace, newest first: what
+	// the deployment watcher looks at each tick. Its cost grows with the
+	// active deployments, not with all the deployments kept.
+	ActiveDeployments(ctx context.Context) ([]*structs.Deployment, error)
 	// UpdateDeploymentStatus sets a deployment's status and writes evals
 	// with it, atomically. A deployment that becomes successful marks its
 	// job version stable. ErrNotFound for an unknown deployment.

@@ -14,6 +14,8 @@
 //	DROVER_PENDING_AFTER       the sweeper re-sends evals pending longer than this (default 2m)
 //	DROVER_LOG_LEVEL           debug, info (default), warn, error
 //	DROVER_BOOTSTRAP_TOKEN_HASH  hex SHA-256 of the bootstrap X-Nomad-Token (authorizer)
+//	DROVER_NODE_ROLE_ARNS      comma-separated IAM role ARNs allowed on the node-agent
+//	                           routes (api; none set: every node-agent request is refused)
 //	AWS_ENDPOINT_URL           a local endpoint (kumo, LocalStack), read by the SDK
 package awshome
 
@@ -60,6 +62,9 @@ type Home struct {
 	PendingAfter  time.Duration
 	// GCEvery is how often the sweeper collects garbage (default 15 min).
 	GCEvery time.Duration
+	// NodeRoles are the IAM roles allowed on the node-agent routes
+	// (DROVER_NODE_ROLE_ARNS).
+	NodeRoles *NodeRoles
 }
 
 // FromEnv builds the home from the environment.
@@ -82,6 +87,9 @@ func FromEnv(ctx context.Context) (*Home, error) {
 		if h.PendingAfter, err = time.ParseDuration(v); err != nil {
 			return nil, fmt.Errorf("DROVER_PENDING_AFTER %q: %w", v, err)
 		}
+	}
+	if h.NodeRoles, err = ParseNodeRoles(os.Getenv("DROVER_NODE_ROLE_ARNS")); err != nil {
+		return nil, fmt.Errorf("DROVER_NODE_ROLE_ARNS: %w", err)
 	}
 	h.Store = ddb.New(ddb.NewClient(cfg), ddb.Config{Table: envOr("DROVER_TABLE", ddb.DefaultTable), Logger: log.Named("store")})
 	h.SQS = awssqs.NewFromConfig(cfg)
@@ -136,7 +144,7 @@ const MaxWait = 25 * time.Second
 // dev agent, without a Watcher (blocking queries poll the table indexes).
 func (h *Home) API() http.Handler {
 	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
-		NodeAgents: h.Service, NodeAuth: IAMNodeAuth, Operator: h.Service, Logger: h.Log.Named("http"),
+		NodeAgents: h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
 		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }
 
@@ -159,7 +167,9 @@ func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
 	now := time.Now()
 	res := &SweepResult{}
 	var errs []error
-	n, err := scheduler.SweepPending(ctx, h.Store, h.Queue, h.PendingAfter, now, h.Log.Named("sweeper"))
+	// A re-send needs its own dedup ID: the eval's own was used within
+	// the FIFO queue's five-minute window when the eval was first sent.
+	n, err := scheduler.SweepPending(ctx, h.Store, h.Queue.Resender(now), h.PendingAfter, now, h.Log.Named("sweeper"))
 	res.Resent = n
 	errs = append(errs, err)
 	nodes, err := h.Store.Nodes(ctx, "")

@@ -262,3 +262,19 @@ func stripCounters(d *structs.Deployment) *structs.Deployment {
 	}
 	return c
 }
+
+// ActiveDeployments implements storage.Store: the deployments listing,
+// kept to those not yet terminal.
+func (s *Store) ActiveDeployments(ctx context.Context) ([]*structs.Deployment, error) {
+	all, err := s.Deployments(ctx, "*", "")
+	if err != nil {
+		return nil, err
+	}
+	out := all[:0]
+	for _, d := range all {
+		if d.Active() {
+			out = append(out, d)
+		}
+	}
+	return out, nil
+}

@@ -34,7 +34,65 @@ func (w *wtx) upsertDeployment(d *structs.Deployment) error {
 	d.ModifyIndex = w.index
 	d.ModifyTime = now
 	w.touch(storage.TableDeployments)
+	if err := indexActive(w.tx, d); err != nil {
+		return err
+	}
 	return putJSON(b, []byte(d.ID), d)
+}
+
+// indexActive keeps d's entry in deployments_active in step with its
+// status.
+func indexActive(tx *bolt.Tx, d *structs.Deployment) error {
+	if d.Active() {
+		return tx.Bucket(bDeploysActive).Put([]byte(d.ID), nil)
+	}
+	return tx.Bucket(bDeploysActive).Delete([]byte(d.ID))
+}
+
+// buildActiveDeploymentIndex fills deployments_active: once, when a state
+// file written before it existed is opened.
+func buildActiveDeploymentIndex(tx *bolt.Tx) error {
+	c := tx.Bucket(bDeployments).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		d, err := decodeInto[structs.Deployment](v)
+		if err != nil {
+			return err
+		}
+		if err := indexActive(tx, d); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bMeta).Put(keyActiveBuilt, putUint(1))
+}
+
+// ActiveDeployments implements storage.Store through deployments_active.
+func (s *Store) ActiveDeployments(ctx context.Context) ([]*structs.Deployment, error) {
+	var out []*structs.Deployment
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		b := tx.Bucket(bDeployments)
+		c := tx.Bucket(bDeploysActive).Cursor()
+		for k, _ := c.First(); k != nil; k, _ = c.Next() {
+			d, err := getJSON[structs.Deployment](b, k)
+			if err != nil {
+				return err
+			}
+			if d != nil && d.Active() {
+				out = append(out, d)
+			}
+		}
+		return nil
+	})
+	sortNewestFirst(out)
+	return out, err
+}
+
+func sortNewestFirst(ds []*structs.Deployment) {
+	sort.Slice(ds, func(i, j int) bool {
+		if ds[i].CreateIndex != ds[j].CreateIndex {
+			return ds[i].CreateIndex > ds[j].CreateIndex
+		}
+		return ds[i].ID > ds[j].ID
+	})
 }
 
 // upsertPlanDeployment writes a plan's deployment. Over an existing one it

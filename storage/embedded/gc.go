@@ -190,17 +190,18 @@ func (gc *collector) deleteJob(j *structs.Job) error {
 // allocs removes finished allocs older than the cutoff that nothing will
 // act on again: stopped by the server, replaced, or of a job that is
 // stopped or gone. (A failed alloc still wanted may yet be rescheduled; a
-// completed batch alloc of a live job stands for work done.)
+// completed batch alloc of a live job stands for work done.) Only the
+// allocs in allocs_terminal are read: live ones cannot be finished.
 func (gc *collector) allocs() error {
 	var doomed []string
 	jobs := gc.w.tx.Bucket(bJobs)
-	c := gc.w.tx.Bucket(bAllocs).Cursor()
-	for k, v := c.First(); k != nil; k, v = c.Next() {
-		a, err := decodeAlloc(v)
+	c := gc.w.tx.Bucket(bAllocsTerminal).Cursor()
+	for k, _ := c.First(); k != nil; k, _ = c.Next() {
+		a, err := getAlloc(gc.w.tx, string(k))
 		if err != nil {
 			return err
 		}
-		if a.ModifyTime >= gc.cutoff || !gc.finished(a) {
+		if a == nil || a.ModifyTime >= gc.cutoff || !gc.finished(a) {
 			continue
 		}
 		done := a.ServerTerminalStatus() || a.NextAllocation != ""
@@ -240,6 +241,7 @@ func (gc *collector) deleteAlloc(id string) error {
 		{bAllocsByJob, key(a.Namespace, a.JobID, a.ID)},
 		{bAllocsByNode, key(a.NodeID, a.ID)},
 		{bAllocsByEval, key(a.EvalID, a.ID)},
+		{bAllocsTerminal, []byte(a.ID)},
 	} {
 		if err := tx.Bucket(del.b).Delete(del.k); err != nil {
 			return err
@@ -290,6 +292,9 @@ func (gc *collector) deleteEval(id string) error {
 		return err
 	}
 	if err := tx.Bucket(bEvalsByJob).Delete(key(e.Namespace, e.JobID, e.ID)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bEvalsByStatus).Delete(key(e.Status, e.ID)); err != nil {
 		return err
 	}
 	gc.w.touch(storage.TableEvals)
@@ -343,6 +348,9 @@ func (gc *collector) deleteDeployment(id string) error {
 		return err
 	}
 	if err := tx.Bucket(bDeploysByJob).Delete(key(d.Namespace, d.JobID, d.ID)); err != nil {
+		return err
+	}
+	if err := tx.Bucket(bDeploysActive).Delete([]byte(d.ID)); err != nil {
 		return err
 	}
 	gc.w.touch(storage.TableDeployments)

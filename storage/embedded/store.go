@@ -40,16 +40,26 @@ var (
 	bDeployments    = []byte("deployments")
 	bDeploysByJob   = []byte("deployments_by_job")
 	bNodes          = []byte("nodes")
-	bNodeAssignment = []byte("node_assignment") // node id → uint64 index
-	bNodeUsage      = []byte("node_usage")      // node id → usage record (usage.go)
+	bNodeAssignment = []byte("node_assignment")    // node id → uint64 index
+	bNodeUsage      = []byte("node_usage")         // node id → usage record (usage.go)
+	bEvalsByStatus  = []byte("evals_by_status")    // status\0id
+	bAllocsTerminal = []byte("allocs_terminal")    // id of each alloc that holds no resources
+	bDeploysActive  = []byte("deployments_active") // id of each deployment not yet terminal
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
-		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage}
+		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage,
+		bEvalsByStatus, bAllocsTerminal, bDeploysActive}
 
 	keyIndex = []byte("index")
 	// keyUsageBuilt is set once the node usage records exist (a file
 	// written before them gets them built when opened).
 	keyUsageBuilt = []byte("usage_built")
+	// keyEvalStatusBuilt is set once evals_by_status is complete.
+	keyEvalStatusBuilt = []byte("evals_by_status_built")
+	// keyTerminalBuilt is set once allocs_terminal is complete.
+	keyTerminalBuilt = []byte("allocs_terminal_built")
+	// keyActiveBuilt is set once deployments_active is complete.
+	keyActiveBuilt = []byte("deployments_active_built")
 )
 
 // maxTrackedVersions is how many versions of a job are kept (Nomad keeps 6);
@@ -69,6 +79,7 @@ type Store struct {
 	crash func() error
 
 	nodeCache nodeCache
+	commits   committer
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -100,7 +111,22 @@ func Open(path string) (*Store, error) {
 			}
 		}
 		if meta.Get(keyUsageBuilt) == nil {
-			return rebuildUsage(tx)
+			if err := rebuildUsage(tx); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyEvalStatusBuilt) == nil {
+			if err := buildEvalStatusIndex(tx); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyTerminalBuilt) == nil {
+			if err := buildTerminalIndex(tx); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyActiveBuilt) == nil {
+			return buildActiveDeploymentIndex(tx)
 		}
 		return nil
 	})
@@ -188,50 +214,57 @@ func (w *wtx) node(id string) (*structs.Node, error) {
 
 // write runs fn in a write transaction with a fresh index and notifies
 // watchers of the tables it touched once the transaction is durable.
+// Concurrent writes share transactions (group commit, commit.go): fn may
+// run more than once, each time on a fresh wtx, and only the run that
+// commits counts.
 func (s *Store) write(ctx context.Context, fn func(w *wtx) error) (uint64, error) {
 	if err := ctx.Err(); err != nil {
 		return 0, err
 	}
-	var w *wtx
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		meta := tx.Bucket(bMeta)
-		w = &wtx{tx: tx, index: getUint(meta.Get(keyIndex)) + 1, tables: map[string]bool{},
-			jobs: map[string][2]string{}, usage: map[string]*usageRec{}}
-		if err := fn(w); err != nil {
-			return err
-		}
-		if err := w.flushUsage(); err != nil {
-			return err
-		}
-		if s.crash != nil {
-			if err := s.crash(); err != nil {
-				return err
-			}
-		}
-		for ns := range w.jobs {
-			j := w.jobs[ns]
-			if err := w.refreshJobStatus(j[0], j[1]); err != nil {
-				return err
-			}
-		}
-		if len(w.tables) == 0 {
-			return nil
-		}
-		if err := meta.Put(keyIndex, putUint(w.index)); err != nil {
-			return err
-		}
-		for t := range w.tables {
-			if err := meta.Put([]byte("table/"+t), putUint(w.index)); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	w, err := s.groupCommit(fn)
 	if err != nil {
 		return 0, err
 	}
 	s.notify(w.tables)
 	return w.index, nil
+}
+
+// runWrite runs one write's fn inside tx, as if it had tx alone: a fresh
+// index after the writes before it in tx, its usage records flushed, the
+// statuses of the jobs it touched refreshed, the indexes stamped.
+func (s *Store) runWrite(tx *bolt.Tx, fn func(w *wtx) error) (*wtx, error) {
+	meta := tx.Bucket(bMeta)
+	w := &wtx{tx: tx, index: getUint(meta.Get(keyIndex)) + 1, tables: map[string]bool{},
+		jobs: map[string][2]string{}, usage: map[string]*usageRec{}}
+	if err := fn(w); err != nil {
+		return nil, err
+	}
+	if err := w.flushUsage(); err != nil {
+		return nil, err
+	}
+	if s.crash != nil {
+		if err := s.crash(); err != nil {
+			return nil, err
+		}
+	}
+	for ns := range w.jobs {
+		j := w.jobs[ns]
+		if err := w.refreshJobStatus(j[0], j[1]); err != nil {
+			return nil, err
+		}
+	}
+	if len(w.tables) == 0 {
+		return w, nil
+	}
+	if err := meta.Put(keyIndex, putUint(w.index)); err != nil {
+		return nil, err
+	}
+	for t := range w.tables {
+		if err := meta.Put([]byte("table/"+t), putUint(w.index)); err != nil {
+			return nil, err
+		}
+	}
+	return w, nil
 }
 
 func (s *Store) read(ctx context.Context, fn func(tx *bolt.Tx) error) error {

@@ -71,18 +71,22 @@ func decodeUsage(b []byte) (usageRec, error) {
 }
 
 // holding is what one alloc holds on its node (zero unless it holds
-// resources).
+// resources). holding{} stands for a new alloc.
 type holding struct {
-	node string
-	res  structs.ComparableResources
-	held bool
+	node   string
+	res    structs.ComparableResources
+	held   bool
+	stored bool // the alloc exists in the store
 }
 
 func holdingOf(a *structs.Allocation) holding {
-	if a == nil || !a.HoldsResources() {
+	if a == nil {
 		return holding{}
 	}
-	return holding{node: a.NodeID, res: a.AllocatedResources.Comparable(), held: true}
+	if !a.HoldsResources() {
+		return holding{stored: true}
+	}
+	return holding{node: a.NodeID, res: a.AllocatedResources.Comparable(), held: true, stored: true}
 }
 
 // usageOf returns the node's usage as this transaction has it (loaded
@@ -137,10 +141,23 @@ func (w *wtx) flushUsage() error {
 }
 
 // saveAlloc writes a, whose stored state held was (holding{} for a new
-// alloc), and moves its node's usage by the change.
+// alloc), moves its node's usage by the change and keeps allocs_terminal
+// (the allocs garbage collection looks at) in step.
 func (w *wtx) saveAlloc(was holding, a *structs.Allocation) error {
-	if err := w.moveUsage(was, holdingOf(a)); err != nil {
+	now := holdingOf(a)
+	if err := w.moveUsage(was, now); err != nil {
 		return err
+	}
+	terminal := w.tx.Bucket(bAllocsTerminal)
+	switch {
+	case !now.held:
+		if err := terminal.Put([]byte(a.ID), nil); err != nil {
+			return err
+		}
+	case was.stored && !was.held:
+		if err := terminal.Delete([]byte(a.ID)); err != nil {
+			return err
+		}
 	}
 	return putAlloc(w.tx, a)
 }
@@ -174,4 +191,23 @@ func rebuildUsage(tx *bolt.Tx) error {
 		}
 	}
 	return tx.Bucket(bMeta).Put(keyUsageBuilt, putUint(usageFormat))
+}
+
+// buildTerminalIndex fills allocs_terminal: once, when a state file
+// written before it existed is opened.
+func buildTerminalIndex(tx *bolt.Tx) error {
+	terminal := tx.Bucket(bAllocsTerminal)
+	c := tx.Bucket(bAllocs).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		a, err := decodeAlloc(v)
+		if err != nil {
+			return err
+		}
+		if !a.HoldsResources() {
+			if err := terminal.Put([]byte(a.ID), nil); err != nil {
+				return err
+			}
+		}
+	}
+	return tx.Bucket(bMeta).Put(keyTerminalBuilt, putUint(1))
 }

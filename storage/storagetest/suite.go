@@ -19,8 +19,21 @@ import (
 // Factory returns a fresh, empty store; the suite closes it.
 type Factory func(t *testing.T) storage.Store
 
+// Option changes how Run runs the suite.
+type Option func(*options)
+
+type options struct{ parallel bool }
+
+// Parallel runs the suite's tests in parallel (each has its own store): for
+// backends whose calls wait on a server, such as DynamoDB on an emulator.
+func Parallel() Option { return func(o *options) { o.parallel = true } }
+
 // Run runs every conformance test against stores made by newStore.
-func Run(t *testing.T, newStore Factory) {
+func Run(t *testing.T, newStore Factory, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s storage.Store)
@@ -49,9 +62,16 @@ func Run(t *testing.T, newStore Factory) {
 		{"TableIndexes", testIndexes},
 		{"UsageMaintained", testUsageMaintained},
 		{"CandidateNodes", testCandidateNodes},
+		{"ClientHealthCountsForItsDeploymentOnly", testHealthOfAnotherDeployment},
+		{"ClientTerminalReportReplacesLost", testTerminalReportReplacesLost},
+		{"EvalStatusFilter", testEvalStatusFilter},
+		{"ActiveDeployments", testActiveDeployments},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if o.parallel {
+				t.Parallel()
+			}
 			s := newStore(t)
 			defer s.Close()
 			defer func() {
@@ -564,9 +584,9 @@ func testClientUpdates(t *testing.T, s storage.Store) {
 	healthy := true
 	changes := must(s.UpdateAllocsFromClient(ctx, "n1", []*structs.Allocation{
 		{ID: a0.ID, ClientStatus: structs.AllocClientStatusRunning, ClientDescription: "Tasks are running",
-			TaskStates:       map[string]*structs.TaskState{"server": {State: structs.TaskStateRunning}},
-			DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: time.Now().UTC()},
-			DesiredStatus:    structs.AllocDesiredStatusStop, // ignored: server-owned
+			TaskStates:   map[string]*structs.TaskState{"server": {State: structs.TaskStateRunning}},
+			DeploymentID: "d1", DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: time.Now().UTC()},
+			DesiredStatus: structs.AllocDesiredStatusStop, // ignored: server-owned
 		},
 		{ID: "gone", ClientStatus: structs.AllocClientStatusRunning},
 	}))
@@ -588,7 +608,7 @@ func testClientUpdates(t *testing.T, s storage.Store) {
 		t.Fatal("a refused report must change nothing")
 	}
 	again := must(s.UpdateAllocsFromClient(ctx, "n1", []*structs.Allocation{{ID: a0.ID, ClientStatus: structs.AllocClientStatusRunning, ClientDescription: "Tasks are running",
-		TaskStates: map[string]*structs.TaskState{"server": {State: structs.TaskStateRunning}}, DeploymentStatus: got.DeploymentStatus}}))
+		TaskStates: map[string]*structs.TaskState{"server": {State: structs.TaskStateRunning}}, DeploymentID: "d1", DeploymentStatus: got.DeploymentStatus}}))
 	if len(again) != 0 {
 		t.Fatalf("an identical report changed %d allocs", len(again))
 	}
@@ -686,8 +706,8 @@ func testDeploymentCounters(t *testing.T, s storage.Store) {
 	healthy, unhealthy := true, false
 	at := time.Now().UTC().Truncate(time.Second)
 	must(s.UpdateAllocsFromClient(ctx, "n1", []*structs.Allocation{
-		{ID: a0.ID, ClientStatus: structs.AllocClientStatusRunning, DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: at}},
-		{ID: a1.ID, ClientStatus: structs.AllocClientStatusFailed, DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &unhealthy, Timestamp: at}},
+		{ID: a0.ID, ClientStatus: structs.AllocClientStatusRunning, DeploymentID: "dep-1", DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: at}},
+		{ID: a1.ID, ClientStatus: structs.AllocClientStatusFailed, DeploymentID: "dep-1", DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &unhealthy, Timestamp: at}},
 	}))
 	g := must(s.Deployment(ctx, "dep-1")).TaskGroups["web"]
 	if g.HealthyAllocs != 1 || g.UnhealthyAllocs != 1 || !g.RequireProgressBy.Equal(at.Add(10*time.Minute)) {
@@ -695,7 +715,7 @@ func testDeploymentCounters(t *testing.T, s storage.Store) {
 	}
 	// Reporting the same health again counts nothing more.
 	must(s.UpdateAllocsFromClient(ctx, "n1", []*structs.Allocation{
-		{ID: a0.ID, ClientStatus: structs.AllocClientStatusRunning, ClientDescription: "again", DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: at}},
+		{ID: a0.ID, ClientStatus: structs.AllocClientStatusRunning, ClientDescription: "again", DeploymentID: "dep-1", DeploymentStatus: &structs.AllocDeploymentStatus{Healthy: &healthy, Timestamp: at}},
 	}))
 	// A later plan writes its snapshot's copy of the deployment: the
 	// counters survive, the status is the plan's.
