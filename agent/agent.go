@@ -164,10 +164,10 @@ func (a *Agent) newServer() error {
 	}
 	a.store = store
 	a.broker = evqueue.New(evqueue.Config{OnDeliveryLimit: a.evalDeliveryLimit})
-	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
-		HeartbeatTTL: a.cfg.HeartbeatTTL})
 	a.evaluator = newEvaluator(store, a.broker, a.log.Named("scheduler"))
 	a.evaluator.BeforeCommit = a.cfg.BeforeCommit
+	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
+		HeartbeatTTL: a.cfg.HeartbeatTTL, Planner: a.evaluator})
 	a.timers = controlplane.NewTimers(a.service, a.cfg.Timers)
 	return nil
 }
@@ -295,6 +295,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		addr := ln.Addr().String()
 		a.api = httpapi.New(httpapi.Config{
 			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,
+			Plans: a.service, Scaler: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
 			Logger: a.log.Named("http"),
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},

@@ -173,4 +173,3 @@ func TestEveryListPaginates(t *testing.T) {
 		t.Fatalf("versions from token 0: %s", out)
 	}
 }
-

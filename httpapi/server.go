@@ -52,6 +52,7 @@ type State interface {
 	Deployments(ctx context.Context, namespace, prefix string) ([]*structs.Deployment, error)
 	Node(ctx context.Context, nodeID string) (*structs.Node, error)
 	Nodes(ctx context.Context, prefix string) ([]*structs.Node, error)
+	JobSubmission(ctx context.Context, namespace, jobID string, version uint64) (*structs.JobSubmission, error)
 	Index(ctx context.Context, table string) (uint64, error)
 }
 
@@ -96,6 +97,16 @@ type Config struct {
 	// Operator, when set, serves the operator actions (promote, fail,
 	// pause, revert, drain, eligibility, gc).
 	Operator Operator
+	// Plans, when set, serves PUT /v1/job/:id/plan.
+	Plans JobPlanner
+	// Scaler, when set, serves POST /v1/job/:id/scale.
+	Scaler JobScaler
+	// Allocs, when set, serves PUT /v1/allocation/:id/stop.
+	Allocs AllocStopper
+	// Namespaces, when set, serves the namespace routes.
+	Namespaces Namespaces
+	// Scheduler, when set, serves /v1/operator/scheduler/configuration.
+	Scheduler SchedulerConfigs
 }
 
 // Server serves the API.
@@ -158,6 +169,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/job/{id}/versions", s.jobVersions)
 	m.HandleFunc("GET /v1/job/{id}/deployment", s.jobDeployment)
 	m.HandleFunc("GET /v1/job/{id}/deployments", s.jobDeployments)
+	m.HandleFunc("GET /v1/job/{id}/submission", s.jobSubmission)
 	m.HandleFunc("GET /v1/allocations", s.listAllocations)
 	m.HandleFunc("GET /v1/allocation/{id}", s.getAllocation)
 	m.HandleFunc("GET /v1/evaluations", s.listEvaluations)
@@ -170,11 +182,39 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/agent/self", s.agentSelf)
 	m.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	m.HandleFunc("GET /v1/regions", s.regions)
-	m.HandleFunc("GET /v1/namespaces", s.listNamespaces)
-	m.HandleFunc("GET /v1/namespace/{name}", s.getNamespace)
 	m.HandleFunc("GET /v1/client/fs/logs/{alloc_id}", s.clientLogsRoute)
 	m.HandleFunc("GET /v1/deployments", s.listDeployments)
 	m.HandleFunc("GET /v1/deployment/allocations/{id}", s.deploymentAllocations)
+	m.HandleFunc("GET /v1/job/{id}/scale", s.jobScaleStatus)
+	m.HandleFunc("GET /v1/client/allocation/{id}/checks", s.allocChecks)
+	for _, method := range []string{"PUT", "POST"} {
+		m.HandleFunc(method+" /v1/search", s.search)
+		m.HandleFunc(method+" /v1/search/fuzzy", s.fuzzySearch)
+		if s.cfg.Plans != nil {
+			m.HandleFunc(method+" /v1/job/{id}/plan", s.planJob)
+		}
+		if s.cfg.Scaler != nil {
+			m.HandleFunc(method+" /v1/job/{id}/scale", s.scaleJob)
+		}
+		if s.cfg.Allocs != nil {
+			m.HandleFunc(method+" /v1/allocation/{id}/stop", s.stopAllocation)
+		}
+		if s.cfg.Namespaces != nil {
+			m.HandleFunc(method+" /v1/namespace", s.putNamespace)
+			m.HandleFunc(method+" /v1/namespace/{name}", s.putNamespace)
+		}
+		if s.cfg.Scheduler != nil {
+			m.HandleFunc(method+" /v1/operator/scheduler/configuration", s.setSchedulerConfig)
+		}
+	}
+	if s.cfg.Namespaces != nil {
+		m.HandleFunc("GET /v1/namespaces", s.listNamespaces)
+		m.HandleFunc("GET /v1/namespace/{name}", s.getNamespace)
+		m.HandleFunc("DELETE /v1/namespace/{name}", s.deleteNamespace)
+	}
+	if s.cfg.Scheduler != nil {
+		m.HandleFunc("GET /v1/operator/scheduler/configuration", s.getSchedulerConfig)
+	}
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
 	s.jobsParseRoutes()

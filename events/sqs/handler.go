@@ -16,6 +16,13 @@ import (
 	"github.com/drover-sched/drover/structs"
 )
 
+// pauser is offered by a Processor that knows whether evaluation
+// processing is paused (scheduler.Evaluator: the scheduler
+// configuration's PauseEvalBroker).
+type pauser interface {
+	Paused(ctx context.Context) bool
+}
+
 // Processor evaluates one evaluation (scheduler.Evaluator).
 type Processor interface {
 	Process(ctx context.Context, evalID string) error
@@ -193,6 +200,13 @@ func (h *Handler) handleOne(ctx context.Context, rec events.SQSMessage) (int, er
 		// Early (design invariant 4): not an attempt.
 		return 0, h.putBack(ctx, log, msg.EvalID)
 	}
+	if p, ok := h.Evaluator.(pauser); ok && p.Paused(ctx) {
+		// Processing is paused (scheduler configuration): drop this
+		// delivery, not an attempt; the eval stays pending in the store
+		// and is sent again when processing resumes.
+		log.Info("evaluation processing is paused; the eval stays pending")
+		return 0, nil
+	}
 	limit := h.DeliveryLimit
 	if limit <= 0 {
 		limit = DefaultDeliveryLimit
@@ -219,6 +233,10 @@ func (h *Handler) handleOne(ctx context.Context, rec events.SQSMessage) (int, er
 		return attempts, nil
 	case errors.Is(perr, scheduler.ErrNotYet):
 		return attempts, h.putBack(ctx, log, msg.EvalID)
+	case errors.Is(perr, scheduler.ErrPaused):
+		// Paused between the check above and Process: the same.
+		log.Info("evaluation processing is paused; the eval stays pending")
+		return attempts, nil
 	}
 	if attempts < limit || ctx.Err() != nil {
 		return attempts, perr

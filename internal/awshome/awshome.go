@@ -99,8 +99,8 @@ func FromEnv(ctx context.Context) (*Home, error) {
 			QueueARN: os.Getenv("DROVER_QUEUE_ARN"), RoleARN: os.Getenv("DROVER_SCHEDULER_ROLE_ARN"), Logger: log.Named("schedule")},
 	}
 	h.Evaluator = &scheduler.Evaluator{State: h.Store, Queue: h.Queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
-		RescheduleTracker: reconcile.NextRescheduleTracker, Logger: log.Named("scheduler")}
-	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control")})
+		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: h.Store}, Logger: log.Named("scheduler")}
+	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control"), Planner: h.Evaluator})
 	return h, nil
 }
 
@@ -145,6 +145,7 @@ const MaxWait = 25 * time.Second
 func (h *Home) API() http.Handler {
 	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
 		NodeAgents: h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
+		Plans: h.Service, Scaler: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service,
 		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }
 

@@ -106,6 +106,7 @@ func (s *Store) UpsertNode(ctx context.Context, node *structs.Node) (*structs.No
 			n.SchedulingEligibility = rec.node.SchedulingEligibility
 			n.Drain = rec.node.Drain
 			n.DrainStrategy = rec.node.DrainStrategy
+			n.Events = rec.node.Events
 		} else {
 			n.CreateIndex = idx
 			if n.SchedulingEligibility == "" {

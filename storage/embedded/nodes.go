@@ -27,6 +27,7 @@ func (s *Store) UpsertNode(ctx context.Context, node *structs.Node) (*structs.No
 			n.SchedulingEligibility = existing.SchedulingEligibility
 			n.Drain = existing.Drain
 			n.DrainStrategy = existing.DrainStrategy
+			n.Events = existing.Events
 		} else {
 			n.CreateIndex = w.index
 			if n.SchedulingEligibility == "" {

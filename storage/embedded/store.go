@@ -45,10 +45,13 @@ var (
 	bEvalsByStatus  = []byte("evals_by_status")    // status\0id
 	bAllocsTerminal = []byte("allocs_terminal")    // id of each alloc that holds no resources
 	bDeploysActive  = []byte("deployments_active") // id of each deployment not yet terminal
+	bSubmissions    = []byte("job_submissions")    // ns\0job\0%020d → *structs.JobSubmission
+	bNamespaces     = []byte("namespaces")         // name → *structs.Namespace
+	bConfig         = []byte("config")             // "scheduler" → *structs.SchedulerConfiguration
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
 		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage,
-		bEvalsByStatus, bAllocsTerminal, bDeploysActive}
+		bEvalsByStatus, bAllocsTerminal, bDeploysActive, bSubmissions, bNamespaces, bConfig}
 
 	keyIndex = []byte("index")
 	// keyUsageBuilt is set once the node usage records exist (a file

@@ -66,6 +66,10 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"ClientTerminalReportReplacesLost", testTerminalReportReplacesLost},
 		{"EvalStatusFilter", testEvalStatusFilter},
 		{"ActiveDeployments", testActiveDeployments},
+		{"JobSubmissions", testJobSubmissions},
+		{"NodeEvents", testNodeEvents},
+		{"Namespaces", testNamespaces},
+		{"SchedulerConfig", testSchedulerConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
