@@ -12,6 +12,10 @@ build:
 
 ## test: every test (unit, conformance, integration, end to end), race detector on
 test: lint
+	@# The AWS packages' tests run on kumo and on moto; without moto its leg is skipped (.ci/run requires it).
+	@command -v moto_server >/dev/null 2>&1 || python3 -c 'import moto.server' >/dev/null 2>&1 || \
+		{ if [ "$$DROVER_REQUIRE_MOTO" = 1 ]; then echo "moto is required (DROVER_REQUIRE_MOTO=1): pip install 'moto[server]'"; exit 1; fi; \
+		  echo "moto not found: the AWS packages' moto leg is skipped (install it: pip install 'moto[server]')"; }
 	$(GO) test -race -timeout 20m ./...
 	@# The reference scenarios' summary (go test hides a passing package's output).
 	@$(GO) test -count=1 -run '^TestOracle$$' -v ./reconcile/ | grep '^oracle'

@@ -164,10 +164,10 @@ func (a *Agent) newServer() error {
 	}
 	a.store = store
 	a.broker = evqueue.New(evqueue.Config{OnDeliveryLimit: a.evalDeliveryLimit})
-	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
-		HeartbeatTTL: a.cfg.HeartbeatTTL})
 	a.evaluator = newEvaluator(store, a.broker, a.log.Named("scheduler"))
 	a.evaluator.BeforeCommit = a.cfg.BeforeCommit
+	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
+		HeartbeatTTL: a.cfg.HeartbeatTTL, Planner: a.evaluator})
 	a.timers = controlplane.NewTimers(a.service, a.cfg.Timers)
 	return nil
 }
@@ -183,9 +183,12 @@ func (a *Agent) newClient() error {
 		}
 		cp = c
 	}
-	var drivers []string
-	if a.cfg.EnableRawExec {
-		drivers = []string{"raw_exec"}
+	var drivers []string // the node agent's defaults in dev mode
+	if !a.cfg.Dev {
+		drivers = nodeagent.DefaultDrivers(false)
+		if a.cfg.EnableRawExec {
+			drivers = append(drivers, nodeagent.DriverRawExec)
+		}
 	}
 	node, err := nodeagent.New(cp, nodeagent.Config{
 		DataDir: filepath.Join(a.cfg.DataDir, "client"), NodeName: a.cfg.NodeName, Datacenter: a.cfg.Datacenter,
@@ -295,6 +298,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		addr := ln.Addr().String()
 		a.api = httpapi.New(httpapi.Config{
 			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,
+			Plans: a.service, Scaler: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
 			Logger: a.log.Named("http"),
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},

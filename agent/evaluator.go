@@ -22,6 +22,8 @@ func newEvaluator(store *embedded.Store, broker *evqueue.Broker, log *zap.Logger
 		// Disconnected clients (max_client_disconnect) are supported, as
 		// in Nomad since 1.3.
 		SupportsDisconnectedClients: true,
-		Logger:                      log,
+		// Pause and scheduler algorithm from the stored configuration.
+		Config: &scheduler.CachedConfig{Source: store},
+		Logger: log,
 	}
 }

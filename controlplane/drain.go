@@ -34,9 +34,21 @@ func (s *Service) UpdateDrain(ctx context.Context, nodeID string, spec *DrainSpe
 			strategy.ForceDeadline = now
 		}
 	}
+	prev, err := s.store.Node(ctx, nodeID)
+	if err != nil {
+		return nil, fmt.Errorf("drain node %s: %w", nodeID, err)
+	}
 	n, err := s.store.UpdateNodeDrain(ctx, nodeID, strategy, markEligible)
 	if err != nil {
 		return nil, fmt.Errorf("drain node %s: %w", nodeID, err)
+	}
+	switch {
+	case spec != nil && prev.Drain:
+		s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemDrain, structs.NodeEventDrainUpdated, nil)
+	case spec != nil:
+		s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemDrain, structs.NodeEventDrainSet, nil)
+	case prev.Drain:
+		s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemDrain, structs.NodeEventDrainDisabled, nil)
 	}
 	s.log.Info("node drain updated", zap.String("node_id", nodeID), zap.Bool("drain", n.Drain),
 		zap.String("eligibility", n.SchedulingEligibility))
@@ -66,6 +78,13 @@ func (s *Service) UpdateEligibility(ctx context.Context, nodeID, eligibility str
 	n, err := s.store.UpdateNodeEligibility(ctx, nodeID, eligibility)
 	if err != nil {
 		return nil, fmt.Errorf("eligibility of node %s: %w", nodeID, err)
+	}
+	if cur.SchedulingEligibility != eligibility {
+		msg := structs.NodeEventIneligible
+		if eligibility == structs.NodeSchedulingEligible {
+			msg = structs.NodeEventEligible
+		}
+		s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemCluster, msg, nil)
 	}
 	if eligibility == structs.NodeSchedulingEligible {
 		s.unblock(ctx, "node eligible")
@@ -126,6 +145,7 @@ func (s *Service) drainNode(ctx context.Context, n *structs.Node, now time.Time)
 			return fmt.Errorf("complete drain of node %s: %w", n.ID, err)
 		}
 		s.log.Info("node drain complete", zap.String("node_id", n.ID))
+		s.nodeEvent(ctx, n.ID, structs.NodeEventSubsystemDrain, structs.NodeEventDrainComplete, nil)
 		return nil
 	}
 	keys := make([]groupKey, 0, len(candidates))

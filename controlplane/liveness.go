@@ -69,6 +69,11 @@ func (s *Service) NodeMissedHeartbeat(ctx context.Context, nodeID string) error 
 	}
 	s.log.Warn("node missed its heartbeat", zap.String("node_id", nodeID), zap.String("status", status),
 		zap.Int("allocs", len(allocs)))
+	msg := structs.NodeEventHeartbeatMissed
+	if status == structs.NodeStatusDisconnected {
+		msg = structs.NodeEventStatusDisconnected
+	}
+	s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemCluster, msg, nil)
 	return s.createNodeEvals(ctx, nodeID, structs.EvalTriggerNodeUpdate)
 }
 

@@ -35,6 +35,7 @@ type Store interface {
 	Alloc(ctx context.Context, allocID string) (*structs.Allocation, error)
 	UpdateAllocsFromClient(ctx context.Context, nodeID string, updates []*structs.Allocation) ([]*storage.ClientAllocChange, error)
 	UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (uint64, error)
+	Eval(ctx context.Context, evalID string) (*structs.Evaluation, error)
 	Evals(ctx context.Context, filter storage.EvalFilter) ([]*structs.Evaluation, error)
 	Nodes(ctx context.Context, prefix string) ([]*structs.Node, error)
 	AllocsByJob(ctx context.Context, namespace, jobID string) ([]*structs.Allocation, error)
@@ -49,6 +50,14 @@ type Store interface {
 	UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.Node, error)
 	UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error)
 	GarbageCollect(ctx context.Context, olderThan time.Time) (*storage.GCResult, error)
+	AppendNodeEvents(ctx context.Context, nodeID string, events ...*structs.NodeEvent) (*structs.Node, error)
+	Namespace(ctx context.Context, name string) (*structs.Namespace, error)
+	Namespaces(ctx context.Context) ([]*structs.Namespace, error)
+	UpsertNamespace(ctx context.Context, ns *structs.Namespace) (*structs.Namespace, error)
+	DeleteNamespace(ctx context.Context, name string) error
+	Jobs(ctx context.Context, namespace, prefix string) ([]*structs.Job, error)
+	SchedulerConfig(ctx context.Context) (*structs.SchedulerConfiguration, error)
+	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas *uint64) (bool, uint64, error)
 }
 
 // DefaultHeartbeatTTL is the heartbeat TTL handed to node agents (Nomad's
@@ -62,6 +71,7 @@ type Service struct {
 	log          *zap.Logger
 	now          func() time.Time
 	heartbeatTTL time.Duration
+	planner      Planner
 
 	mu         sync.Mutex
 	heartbeats map[string]time.Time // node ID → last heartbeat
@@ -76,12 +86,14 @@ type Config struct {
 	Now func() time.Time
 	// HeartbeatTTL is handed to node agents (default 10 s).
 	HeartbeatTTL time.Duration
+	// Planner, when set, answers job plans (the evaluator, dry-running).
+	Planner Planner
 }
 
 // New returns a Service.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, queue: cfg.Queue, log: cfg.Logger, now: cfg.Now,
-		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}}
+		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}, planner: cfg.Planner}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -108,6 +120,9 @@ type RegisterRequest struct {
 	PreserveCounts bool
 	// Warnings found while decoding, handed back in the response.
 	Warnings []string
+	// Submission is the job's source as the CLI sent it (nil: none); one
+	// over structs.MaxJobSourceBytes is discarded with a warning, as Nomad.
+	Submission *structs.JobSubmission
 }
 
 // RegisterResponse is Nomad's JobRegisterResponse.
@@ -124,7 +139,16 @@ type RegisterResponse struct {
 // between the two, the eval is pending in the store and is sent again at
 // the next start (embedded) or by the pending-eval sweep (AWS).
 func (s *Service) RegisterJob(ctx context.Context, req *RegisterRequest) (*RegisterResponse, error) {
+	return s.register(ctx, req, structs.EvalTriggerJobRegister, nil)
+}
+
+// register writes a job version with an eval triggered by trigger, which
+// carries the scaling event when there is one.
+func (s *Service) register(ctx context.Context, req *RegisterRequest, trigger string, scaling *structs.ScalingEvent) (*RegisterResponse, error) {
 	job := req.Job
+	if err := s.checkNamespace(ctx, job); err != nil {
+		return nil, err
+	}
 	if req.PreserveCounts {
 		job = s.withPreservedCounts(ctx, job)
 	}
@@ -132,10 +156,18 @@ func (s *Service) RegisterJob(ctx context.Context, req *RegisterRequest) (*Regis
 	if req.EvalPriority > 0 {
 		prio = req.EvalPriority
 	}
-	ev := s.newEval(job.Namespace, job.ID, job.Type, prio, structs.EvalTriggerJobRegister)
+	ev := s.newEval(job.Namespace, job.ID, job.Type, prio, trigger)
+	ev.ScalingEvent = scaling
+	warnings := req.Warnings
+	sub := req.Submission
+	if size := sub.Size(); size > structs.MaxJobSourceBytes {
+		warnings = append(warnings, fmt.Sprintf("job source size of %s exceeds maximum of %s and will be discarded",
+			siBytes(size), siBytes(structs.MaxJobSourceBytes)))
+		sub = nil
+	}
 	res, err := s.store.RegisterJob(ctx, &storage.RegisterJobRequest{
 		Job: job, Eval: ev, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex,
-		SubmitTime: s.now().UnixNano(),
+		SubmitTime: s.now().UnixNano(), Submission: sub,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register job %s: %w", job.ID, err)
@@ -144,7 +176,7 @@ func (s *Service) RegisterJob(ctx context.Context, req *RegisterRequest) (*Regis
 		zap.Uint64("version", res.Job.Version), zap.String("eval_id", res.Eval.ID))
 	s.enqueue(ctx, res.Eval)
 	return &RegisterResponse{EvalID: res.Eval.ID, EvalCreateIndex: res.Eval.CreateIndex,
-		JobModifyIndex: res.Job.JobModifyIndex, Index: res.Index, Warnings: strings.Join(req.Warnings, "\n")}, nil
+		JobModifyIndex: res.Job.JobModifyIndex, Index: res.Index, Warnings: strings.Join(warnings, "\n")}, nil
 }
 
 // DeregisterJob stops (or purges) a job and sends its evaluation.
@@ -233,8 +265,21 @@ func (s *Service) RegisterNode(ctx context.Context, node *structs.Node) (time.Du
 	if n.Datacenter == "" {
 		n.Datacenter = structs.DefaultDatacenter
 	}
+	if n.NodeResources == nil {
+		n.NodeResources = &structs.NodeResources{}
+	}
+	if n.ReservedResources == nil {
+		// Nomad's clients read it without a nil check.
+		n.ReservedResources = &structs.NodeReservedResources{}
+	}
 	if _, err := s.store.UpsertNode(ctx, n); err != nil {
 		return 0, fmt.Errorf("register node %s: %w", node.ID, err)
+	}
+	switch {
+	case prev == nil:
+		s.nodeEvent(ctx, node.ID, structs.NodeEventSubsystemCluster, structs.NodeEventRegistered, nil)
+	case prev.Status != structs.NodeStatusReady:
+		s.nodeEvent(ctx, node.ID, structs.NodeEventSubsystemCluster, structs.NodeEventReregistered, map[string]string{"previous_status": prev.Status})
 	}
 	s.markHeartbeat(node.ID)
 	s.log.Info("node registered", zap.String("node_id", node.ID), zap.String("node_name", node.Name),
@@ -261,6 +306,7 @@ func (s *Service) Heartbeat(ctx context.Context, nodeID string) (time.Duration, 
 			return 0, fmt.Errorf("heartbeat of node %s: %w", nodeID, err)
 		}
 		s.log.Info("node ready again", zap.String("node_id", nodeID), zap.String("was", n.Status))
+		s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemCluster, structs.NodeEventHeartbeatReturned, nil)
 		if err := s.createNodeEvals(ctx, nodeID, structs.EvalTriggerNodeUpdate); err != nil {
 			return 0, err
 		}
@@ -337,4 +383,21 @@ func (s *Service) unblock(ctx context.Context, reason string) {
 	if _, err := scheduler.Unblock(ctx, s.store, s.queue, reason, s.log); err != nil {
 		s.log.Warn("unblock evaluations", zap.Error(err))
 	}
+}
+
+// siBytes renders a size in SI units as Nomad's messages do ("1.0 MB").
+func siBytes(n int) string {
+	units := []string{"B", "kB", "MB", "GB"}
+	v, u := float64(n), 0
+	for v >= 1000 && u < len(units)-1 {
+		v /= 1000
+		u++
+	}
+	if u == 0 {
+		return fmt.Sprintf("%d B", n)
+	}
+	if v < 10 {
+		return fmt.Sprintf("%.1f %s", v, units[u])
+	}
+	return fmt.Sprintf("%.0f %s", v, units[u])
 }

@@ -43,19 +43,16 @@ import (
 
 var bins string // directory of the binaries built for this test binary
 
+// TestMain builds the binaries once and runs the tests on kumo, then on
+// moto with kumo kept for what moto lacks (Lambda's Runtime API, STS):
+// DynamoDB, SQS and EventBridge Scheduler are moto's on that leg.
 func TestMain(m *testing.M) {
-	stop, err := awstest.Start()
+	dir, err := os.MkdirTemp("", "drover-fn-e2e-")
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(1)
 	}
 	code := func() int {
-		defer stop()
-		dir, err := os.MkdirTemp("", "drover-fn-e2e-")
-		if err != nil {
-			fmt.Fprintln(os.Stderr, err)
-			return 1
-		}
 		defer os.RemoveAll(dir)
 		bins = dir
 		for _, b := range []struct{ out, pkg, tags string }{
@@ -70,7 +67,7 @@ func TestMain(m *testing.M) {
 				return 1
 			}
 		}
-		return m.Run()
+		return awstest.Run(m, awstest.Options{MotoServices: []string{"DYNAMODB", "SQS", "SCHEDULER"}})
 	}()
 	os.Exit(code)
 }

@@ -19,15 +19,20 @@ import (
 	"github.com/drover-sched/drover/controlplane"
 	evqueue "github.com/drover-sched/drover/events/embedded"
 	"github.com/drover-sched/drover/httpapi"
+	"github.com/drover-sched/drover/placement"
+	"github.com/drover-sched/drover/reconcile"
+	"github.com/drover-sched/drover/scheduler"
 	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/storage/embedded"
 	"github.com/drover-sched/drover/structs"
 )
 
 type env struct {
-	t     *testing.T
-	store *embedded.Store
-	srv   *httptest.Server
+	t         *testing.T
+	store     *embedded.Store
+	srv       *httptest.Server
+	svc       *controlplane.Service
+	evaluator *scheduler.Evaluator
 }
 
 func newEnv(t *testing.T) *env {
@@ -39,12 +44,15 @@ func newEnv(t *testing.T) *env {
 	t.Cleanup(func() { store.Close() })
 	broker := evqueue.New(evqueue.Config{})
 	t.Cleanup(broker.Close)
-	svc := controlplane.New(controlplane.Config{Store: store, Queue: broker, Logger: zaptest.NewLogger(t)})
+	evaluator := &scheduler.Evaluator{State: store, Reconcile: reconcile.Reconcile, UpdateOnNodes: placement.UpdateTypeOnNodes,
+		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: store, TTL: time.Nanosecond}}
+	svc := controlplane.New(controlplane.Config{Store: store, Queue: broker, Logger: zaptest.NewLogger(t), Planner: evaluator})
 	api := httpapi.New(httpapi.Config{State: store, Jobs: svc, Watcher: store, Logger: zaptest.NewLogger(t),
+		Plans: svc, Scaler: svc, Allocs: svc, Namespaces: svc, Scheduler: svc, Operator: svc,
 		Agent: httpapi.AgentInfo{Name: "test", Region: "global", Datacenter: "dc1", Version: "0.1.0", HTTPAddr: "127.0.0.1:4646", Server: true}})
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &env{t: t, store: store, srv: srv}
+	return &env{t: t, store: store, srv: srv, svc: svc, evaluator: evaluator}
 }
 
 func (e *env) do(method, path string, body []byte) (*http.Response, string) {
@@ -412,20 +420,5 @@ func TestBrokenQueryAndOtherRegionAreRefused(t *testing.T) {
 	}
 	if resp, _ := e.do(http.MethodGet, "/v1/jobs?region=global&stale=true", nil); resp.StatusCode != 200 {
 		t.Fatalf("own region: %d", resp.StatusCode)
-	}
-}
-
-func TestNamespaces(t *testing.T) {
-	e := newEnv(t)
-	e.do(http.MethodPut, "/v1/jobs?namespace=prod", []byte(goodJob))
-	_, body := e.do(http.MethodGet, "/v1/namespaces", nil)
-	if !strings.Contains(body, `"Name":"default"`) || !strings.Contains(body, `"Name":"prod"`) {
-		t.Fatalf("namespaces: %s", body)
-	}
-	if resp, _ := e.do(http.MethodGet, "/v1/namespace/prod", nil); resp.StatusCode != 200 {
-		t.Fatalf("namespace prod: %d", resp.StatusCode)
-	}
-	if resp, _ := e.do(http.MethodGet, "/v1/namespace/nope", nil); resp.StatusCode != 404 {
-		t.Fatalf("unknown namespace: %d", resp.StatusCode)
 	}
 }

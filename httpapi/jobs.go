@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/jobspec"
@@ -137,7 +138,7 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request, pathID string)
 	}
 	resp, err := s.cfg.Jobs.RegisterJob(r.Context(), &controlplane.RegisterRequest{
 		Job: req.Job, EnforceIndex: req.EnforceIndex, JobModifyIndex: req.JobModifyIndex, EvalPriority: req.EvalPriority,
-		PreserveCounts: req.PreserveCounts, Warnings: req.Warnings,
+		PreserveCounts: req.PreserveCounts, Warnings: req.Warnings, Submission: submissionOf(req.Submission),
 	})
 	if err != nil {
 		s.fail(w, r, err)
@@ -223,15 +224,30 @@ func (s *Server) jobAllocations(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
-		if _, err := s.requireJob(ctx, r); err != nil {
+		job, err := s.requireJob(ctx, r)
+		if err != nil {
 			return nil, err
 		}
 		allocs, err := s.cfg.State.AllocsByJob(ctx, namespaceOf(r), r.PathValue("id"))
 		if err != nil {
 			return nil, err
 		}
-		return allocStubPage(allocs, o, allocIndexKey, true)
+		return allocStubPage(currentIncarnation(job, allocs), o, allocIndexKey, true)
 	})
+}
+
+// currentIncarnation keeps the allocs of job's incarnation: a job ID
+// purged and registered again starts anew, and, as Nomad (which filters
+// on the job's CreateIndex), the earlier incarnation's allocs are not
+// listed for it.
+func currentIncarnation(job *structs.Job, allocs []*structs.Allocation) []*structs.Allocation {
+	out := allocs[:0:0]
+	for _, a := range allocs {
+		if a.Job == nil || a.Job.CreateIndex == job.CreateIndex {
+			out = append(out, a)
+		}
+	}
+	return out
 }
 
 // stubs returns the allocs' list stubs, in the allocs' order.
@@ -387,5 +403,39 @@ func (s *Server) jobDeployments(w http.ResponseWriter, r *http.Request) {
 		}
 		page, next, err := paginate(ds, o, deploymentIndexKey, true)
 		return &listPage{items: page, next: next}, err
+	})
+}
+
+// submissionOf is the job source of a registration, in the domain's type.
+func submissionOf(s *jobspec.Submission) *structs.JobSubmission {
+	if s == nil {
+		return nil
+	}
+	return &structs.JobSubmission{Source: s.Source, Format: s.Format, VariableFlags: s.VariableFlags, Variables: s.Variables}
+}
+
+// jobSubmission answers GET /v1/job/:id/submission (?version=N, default
+// the current version): the source the version was registered from, in
+// Nomad's JobSubmission shape; 404 when it has none.
+func (s *Server) jobSubmission(w http.ResponseWriter, r *http.Request) {
+	var version *uint64
+	if v := r.URL.Query().Get("version"); v != "" {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			s.fail(w, r, badRequestf("query parameter \"version\": %q is not a job version", v))
+			return
+		}
+		version = &n
+	}
+	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
+		j, err := s.requireJob(ctx, r)
+		if err != nil {
+			return nil, err
+		}
+		v := j.Version
+		if version != nil {
+			v = *version
+		}
+		return s.cfg.State.JobSubmission(ctx, j.Namespace, j.ID, v)
 	})
 }

@@ -218,64 +218,6 @@ func (s *Server) deploymentAllocations(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// Namespace is Nomad's namespace object. drover's namespaces need no
-// creation: "default" and every namespace a job uses exist.
-type Namespace struct {
-	Name        string
-	Description string
-	CreateIndex uint64
-	ModifyIndex uint64
-}
-
-// namespaces returns "default" and the namespaces jobs use, sorted.
-func (s *Server) namespaces(ctx context.Context) ([]*Namespace, error) {
-	jobs, err := s.cfg.State.Jobs(ctx, "*", "")
-	if err != nil {
-		return nil, err
-	}
-	seen := map[string]bool{structs.DefaultNamespace: true}
-	out := []*Namespace{{Name: structs.DefaultNamespace, Description: "Default shared namespace"}}
-	for _, j := range jobs {
-		if !seen[j.Namespace] {
-			seen[j.Namespace] = true
-			out = append(out, &Namespace{Name: j.Namespace})
-		}
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
-	return out, nil
-}
-
-func (s *Server) listNamespaces(w http.ResponseWriter, r *http.Request) {
-	o, err := parsePageOptions(r)
-	if err != nil {
-		s.fail(w, r, err)
-		return
-	}
-	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
-		all, err := s.namespaces(ctx)
-		if err != nil {
-			return nil, err
-		}
-		page, next, err := paginate(all, o, func(n *Namespace) pageKey { return idKey(n.Name) }, false)
-		return &listPage{items: page, next: next}, err
-	})
-}
-
-func (s *Server) getNamespace(w http.ResponseWriter, r *http.Request) {
-	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
-		all, err := s.namespaces(ctx)
-		if err != nil {
-			return nil, err
-		}
-		for _, ns := range all {
-			if ns.Name == r.PathValue("name") {
-				return ns, nil
-			}
-		}
-		return nil, storage.NotFoundf("namespace %q", r.PathValue("name"))
-	})
-}
-
 // listNodes answers GET /v1/nodes in ID order, paginated and filtered
 // (on the full node, as Nomad: `Attributes["kernel.name"] == "linux"`).
 func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
@@ -303,7 +245,22 @@ func (s *Server) listNodes(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getNode(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, []string{storage.TableNodes}, func(ctx context.Context) (any, error) {
-		return s.nodeByIDOrPrefix(ctx, r.PathValue("id"))
+		n, err := s.nodeByIDOrPrefix(ctx, r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		// Nomad's clients read these without nil checks (nodes
+		// registered before drover set them have none).
+		if n.ReservedResources == nil {
+			n.ReservedResources = &structs.NodeReservedResources{}
+		}
+		if n.NodeResources == nil {
+			n.NodeResources = &structs.NodeResources{}
+		}
+		if n.Events == nil {
+			n.Events = []*structs.NodeEvent{}
+		}
+		return n, nil
 	})
 }
 

@@ -14,6 +14,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -52,6 +53,7 @@ type State interface {
 	Deployments(ctx context.Context, namespace, prefix string) ([]*structs.Deployment, error)
 	Node(ctx context.Context, nodeID string) (*structs.Node, error)
 	Nodes(ctx context.Context, prefix string) ([]*structs.Node, error)
+	JobSubmission(ctx context.Context, namespace, jobID string, version uint64) (*structs.JobSubmission, error)
 	Index(ctx context.Context, table string) (uint64, error)
 }
 
@@ -93,9 +95,25 @@ type Config struct {
 	NodeAgents NodeAgents
 	// NodeAuth checks node-agent requests (nil: accept all).
 	NodeAuth NodeAuthorizer
+	// MaxResponseBytes, when set, bounds a read's answer as it leaves the
+	// process (gzip-compressed and base64-encoded when the client accepts
+	// gzip, as API Gateway carries it): a larger one is refused with a 400
+	// that says to page or narrow the query, rather than failing in the
+	// Lambda runtime (its synchronous response limit is 6 MB).
+	MaxResponseBytes int
 	// Operator, when set, serves the operator actions (promote, fail,
 	// pause, revert, drain, eligibility, gc).
 	Operator Operator
+	// Plans, when set, serves PUT /v1/job/:id/plan.
+	Plans JobPlanner
+	// Scaler, when set, serves POST /v1/job/:id/scale.
+	Scaler JobScaler
+	// Allocs, when set, serves PUT /v1/allocation/:id/stop.
+	Allocs AllocStopper
+	// Namespaces, when set, serves the namespace routes.
+	Namespaces Namespaces
+	// Scheduler, when set, serves /v1/operator/scheduler/configuration.
+	Scheduler SchedulerConfigs
 }
 
 // Server serves the API.
@@ -158,6 +176,7 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/job/{id}/versions", s.jobVersions)
 	m.HandleFunc("GET /v1/job/{id}/deployment", s.jobDeployment)
 	m.HandleFunc("GET /v1/job/{id}/deployments", s.jobDeployments)
+	m.HandleFunc("GET /v1/job/{id}/submission", s.jobSubmission)
 	m.HandleFunc("GET /v1/allocations", s.listAllocations)
 	m.HandleFunc("GET /v1/allocation/{id}", s.getAllocation)
 	m.HandleFunc("GET /v1/evaluations", s.listEvaluations)
@@ -170,11 +189,39 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/agent/self", s.agentSelf)
 	m.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	m.HandleFunc("GET /v1/regions", s.regions)
-	m.HandleFunc("GET /v1/namespaces", s.listNamespaces)
-	m.HandleFunc("GET /v1/namespace/{name}", s.getNamespace)
 	m.HandleFunc("GET /v1/client/fs/logs/{alloc_id}", s.clientLogsRoute)
 	m.HandleFunc("GET /v1/deployments", s.listDeployments)
 	m.HandleFunc("GET /v1/deployment/allocations/{id}", s.deploymentAllocations)
+	m.HandleFunc("GET /v1/job/{id}/scale", s.jobScaleStatus)
+	m.HandleFunc("GET /v1/client/allocation/{id}/checks", s.allocChecks)
+	for _, method := range []string{"PUT", "POST"} {
+		m.HandleFunc(method+" /v1/search", s.search)
+		m.HandleFunc(method+" /v1/search/fuzzy", s.fuzzySearch)
+		if s.cfg.Plans != nil {
+			m.HandleFunc(method+" /v1/job/{id}/plan", s.planJob)
+		}
+		if s.cfg.Scaler != nil {
+			m.HandleFunc(method+" /v1/job/{id}/scale", s.scaleJob)
+		}
+		if s.cfg.Allocs != nil {
+			m.HandleFunc(method+" /v1/allocation/{id}/stop", s.stopAllocation)
+		}
+		if s.cfg.Namespaces != nil {
+			m.HandleFunc(method+" /v1/namespace", s.putNamespace)
+			m.HandleFunc(method+" /v1/namespace/{name}", s.putNamespace)
+		}
+		if s.cfg.Scheduler != nil {
+			m.HandleFunc(method+" /v1/operator/scheduler/configuration", s.setSchedulerConfig)
+		}
+	}
+	if s.cfg.Namespaces != nil {
+		m.HandleFunc("GET /v1/namespaces", s.listNamespaces)
+		m.HandleFunc("GET /v1/namespace/{name}", s.getNamespace)
+		m.HandleFunc("DELETE /v1/namespace/{name}", s.deleteNamespace)
+	}
+	if s.cfg.Scheduler != nil {
+		m.HandleFunc("GET /v1/operator/scheduler/configuration", s.getSchedulerConfig)
+	}
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
 	s.jobsParseRoutes()
@@ -270,6 +317,41 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 		enc.SetIndent("", "    ")
 	}
 	_ = enc.Encode(v)
+}
+
+// writeRead writes a read's answer, refusing one over MaxResponseBytes.
+func (s *Server) writeRead(w http.ResponseWriter, r *http.Request, v any) {
+	max := s.cfg.MaxResponseBytes
+	if max <= 0 {
+		writeJSON(w, r, http.StatusOK, v)
+		return
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	if _, ok := r.URL.Query()["pretty"]; ok {
+		enc.SetIndent("", "    ")
+	}
+	if err := enc.Encode(v); err != nil {
+		s.fail(w, r, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	size := body.Len()
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") && size > max {
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		_, _ = zw.Write(body.Bytes())
+		_ = zw.Close()
+		size = (gz.Len() + 2) / 3 * 4 // base64, as the Lambda response carries binary bodies
+	}
+	if size > max {
+		w.Header().Del("X-Nomad-Index")
+		s.fail(w, r, badRequestf("response too large: %d bytes, over the limit of %d bytes of this API (Lambda's response limit); "+
+			"ask for pages with ?per_page= and ?next_token=, or narrow the listing with ?prefix= or ?filter=", size, max))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body.Bytes())
 }
 
 func writeError(w http.ResponseWriter, status int, msg string) {
@@ -392,7 +474,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, tables []string, 
 				}
 				out = p.items
 			}
-			writeJSON(w, r, http.StatusOK, out)
+			s.writeRead(w, r, out)
 			return
 		}
 		if changed == nil {

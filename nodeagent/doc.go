@@ -26,7 +26,7 @@
 // exec, stats — with the built-in drivers registered in drivers/catalog).
 // The task runner keeps the driver's TaskHandle, persisted with the task's
 // state, and never learns pids or container IDs. The process drivers
-// (raw_exec) run each task under a small supervisor process of
+// (raw_exec, exec) run each task under a small supervisor process of
 // drover's own (drivers/shared/supervisor): it starts the task in its own
 // process group, records its pid and how it ended in the task's state dir,
 // and copies its stdout and stderr to alloc/logs/<task>.stdout.N and

@@ -25,6 +25,9 @@ type Options struct {
 	// sampled). It costs placements × nodes; it exists to measure the
 	// sample's quality against.
 	Exhaustive bool
+	// Spread scores the emptiest fitting node best (Nomad's spread
+	// scheduler algorithm) instead of the fullest (binpack, the default).
+	Spread bool
 }
 
 // Placer chooses nodes for one job's placements. It remembers what it has
@@ -250,13 +253,14 @@ type groupPlan struct {
 	distinct    bool    // distinct_hosts applies
 	jobLevel    bool    // ... across all the job's groups
 	limits      []propertyLimit
+	spread      bool // score by Nomad's spread fit, not binpack
 }
 
 func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
 	if g, ok := p.groups[tg]; ok {
 		return g
 	}
-	g := &groupPlan{tg: tg, index: -1, ask: tg.CombinedResources(), constraints: groupConstraints(p.job, tg)}
+	g := &groupPlan{tg: tg, index: -1, ask: tg.CombinedResources(), constraints: groupConstraints(p.job, tg), spread: p.opts.Spread}
 	if i, ok := p.groupIndex[tg.Name]; ok {
 		g.index = i
 	}

@@ -31,6 +31,9 @@ type PlanRequest struct {
 	// prev carries (prev's events plus this reschedule). Required when the
 	// result reschedules.
 	RescheduleTracker func(prev *structs.Allocation, now time.Time) *structs.RescheduleTracker
+	// SchedulerAlgorithm is the cluster's scoring: binpack (default,
+	// fullest fitting node first) or spread (emptiest first).
+	SchedulerAlgorithm string
 }
 
 // PlanResult is the plan and what could not be placed.
@@ -45,6 +48,9 @@ type PlanResult struct {
 	QueuedAllocations map[string]int
 	// Placed counts the allocations the plan places.
 	Placed int
+	// DeploymentID is the deployment the plan creates or continues (the
+	// evaluation records it, as Nomad's), or "".
+	DeploymentID string
 }
 
 // BuildPlan turns the reconciler's decisions into a plan: stops and
@@ -84,7 +90,8 @@ func BuildPlan(req *PlanRequest) *PlanResult {
 	}
 	var placer *Placer
 	if req.Job != nil {
-		placer = NewPlacer(req.Job, req.Nodes, live, Options{EvalID: req.Eval.ID})
+		placer = NewPlacer(req.Job, req.Nodes, live, Options{EvalID: req.Eval.ID,
+			Spread: req.SchedulerAlgorithm == structs.SchedulerAlgorithmSpread})
 	}
 
 	addStops(plan, placer, res)
@@ -110,6 +117,12 @@ func BuildPlan(req *PlanRequest) *PlanResult {
 	}
 	plan.DeploymentUpdates = append(plan.DeploymentUpdates, res.DeploymentUpdates...)
 	plan.Evals = append(plan.Evals, followupEvals(req)...)
+	switch {
+	case plan.Deployment != nil:
+		out.DeploymentID = plan.Deployment.ID
+	case b.deployment != nil:
+		out.DeploymentID = b.deployment.ID
+	}
 	return out
 }
 

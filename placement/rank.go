@@ -25,6 +25,9 @@ type score struct {
 // allocs) and the reschedule penalty.
 func (g *groupPlan) score(ns *nodeState, penalized bool) score {
 	s := score{node: ns, binpack: binPackScore(ns.capacity, ns.used.Add(g.ask)), penalized: penalized}
+	if g.spread {
+		s.binpack = 1 - s.binpack // Nomad's ScoreFitSpread mirrors the bin-packing fit
+	}
 	total, n := s.binpack, 1.0
 	if g.index >= 0 && g.tg.Count > 0 {
 		if c := ns.groupAllocs[g.index]; c > 0 {

@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -67,7 +68,31 @@ type Evaluator struct {
 	// BeforeCommit, when set, runs between computing a plan and committing
 	// it (tests use it to hold evaluations there).
 	BeforeCommit func(ctx context.Context, eval *structs.Evaluation, attempt int)
-	Logger       *zap.Logger
+	// Config, when set, is the scheduler configuration: PauseEvalBroker
+	// pauses processing (Process returns ErrPaused) and SchedulerAlgorithm
+	// picks binpack or spread scoring.
+	Config *CachedConfig
+	Logger *zap.Logger
+
+	// placing orders the node read, placement and commit of this
+	// evaluator's evaluations: first attempts share it (evaluations of
+	// different jobs place and commit in parallel), a re-evaluation after
+	// a conflict holds it alone. Bin-packing sends concurrent plans to the
+	// same fullest nodes, so without it a plan can lose the race for a
+	// node again and again; holding it alone, the re-evaluation sees
+	// usage that no other evaluation of this process changes before its
+	// commit (the store still checks: writers elsewhere can conflict).
+	placing sync.RWMutex
+}
+
+// lockPlacement takes placing for an attempt and returns its unlock.
+func (e *Evaluator) lockPlacement(attempt int) func() {
+	if attempt <= 1 {
+		e.placing.RLock()
+		return e.placing.RUnlock
+	}
+	e.placing.Lock()
+	return e.placing.Unlock
 }
 
 func (e *Evaluator) now() time.Time {
@@ -90,6 +115,9 @@ func (e *Evaluator) logger() *zap.Logger {
 // it should be retried (the queue redelivers it).
 func (e *Evaluator) Process(ctx context.Context, evalID string) error {
 	log := e.logger().With(zap.String("eval_id", evalID))
+	if e.Config.Paused(ctx) {
+		return fmt.Errorf("eval %s: %w", evalID, ErrPaused)
+	}
 	ev, err := e.State.Eval(ctx, evalID)
 	if errors.Is(err, storage.ErrNotFound) {
 		log.Warn("evaluation no longer exists; dropping delivery")
@@ -138,13 +166,31 @@ type outcome struct {
 	freedRoom  bool
 }
 
-// evaluateOnce computes and commits one plan from a fresh snapshot.
-func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, attempt int) (*outcome, error) {
+// computed is one evaluation's decision before it is committed: what it
+// read, what the reconciler decided and the plan placement built.
+type computed struct {
+	snap     *storage.JobSnapshot
+	job      *structs.Job
+	jobEvals []*structs.Evaluation
+	result   *reconcile.Result
+	built    *placement.PlanResult
+}
+
+// compute reads a fresh snapshot and runs reconcile and placement for ev.
+// With proposed set, that job stands in for the stored one (a dry run:
+// Nomad's job plan). It writes nothing.
+func (e *Evaluator) compute(ctx context.Context, ev *structs.Evaluation, proposed *structs.Job) (*computed, error) {
 	snap, err := e.State.JobSnapshot(ctx, ev.Namespace, ev.JobID)
 	if err != nil {
 		return nil, err
 	}
-	usage, err := e.State.CandidateNodes(ctx, nodeQuery(snap))
+	query := snap
+	if proposed != nil { // the candidates of the proposed job's pool and datacenters
+		q := *snap
+		q.Job = proposed
+		query = &q
+	}
+	usage, err := e.State.CandidateNodes(ctx, nodeQuery(query))
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
 	}
@@ -159,7 +205,7 @@ func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, at
 		nodes = append(nodes, placement.NodeCandidate{Node: u.Node, Used: u.Used})
 		byID[u.Node.ID] = u.Node
 	}
-	job := snap.Job
+	job := query.Job
 	batch := job != nil && job.Type == structs.JobTypeBatch
 	if job == nil {
 		batch = ev.Type == structs.JobTypeBatch
@@ -181,7 +227,19 @@ func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, at
 	built := placement.BuildPlan(&placement.PlanRequest{
 		Eval: ev, Job: job, Allocs: snap.Allocs, Deployment: snap.Deployment, Result: result,
 		Nodes: nodes, SnapshotIndex: snap.Index, Now: now, RescheduleTracker: e.RescheduleTracker,
+		SchedulerAlgorithm: e.Config.Get(ctx).SchedulerAlgorithm,
 	})
+	return &computed{snap: snap, job: job, jobEvals: jobEvals, result: result, built: built}, nil
+}
+
+// evaluateOnce computes and commits one plan from a fresh snapshot.
+func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, attempt int) (*outcome, error) {
+	defer e.lockPlacement(attempt)()
+	c, err := e.compute(ctx, ev, nil)
+	if err != nil {
+		return nil, err
+	}
+	built := c.built
 	plan := built.Plan
 	out := &outcome{placed: built.Placed, stopped: len(plan.Stops), freedRoom: len(plan.Stops) > 0}
 	for _, q := range built.QueuedAllocations {
@@ -190,12 +248,66 @@ func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, at
 	for _, f := range plan.Evals {
 		out.followups = append(out.followups, f)
 	}
-	plan.Evals = append(plan.Evals, e.finishEval(ev, job, snap.Index, built, jobEvals, out)...)
+	plan.Evals = append(plan.Evals, e.finishEval(ev, c.job, c.snap.Index, c.result, built, c.jobEvals, out)...)
 	if e.BeforeCommit != nil {
 		e.BeforeCommit(ctx, ev, attempt)
 	}
 	if _, err := e.State.CommitPlan(ctx, plan); err != nil {
 		return nil, err
+	}
+	return out, nil
+}
+
+// DryRun is what registering a job would do, computed and never
+// committed (Nomad's job plan).
+type DryRun struct {
+	// Current is the stored job (nil: a new job or a purged one).
+	Current *structs.Job
+	// Job is the proposed job as it would be registered (its Version the
+	// next one when the specification changed).
+	Job *structs.Job
+	// Annotations are the reconciler's decisions per task group.
+	Annotations *structs.PlanAnnotations
+	// FailedTGAllocs are the placements that would fail, per group.
+	FailedTGAllocs map[string]*structs.AllocMetric
+	// Plan is the plan that would be committed.
+	Plan *structs.Plan
+}
+
+// PlanJob runs the same reconcile and placement as an evaluation of job
+// registered now, against the current state, and commits nothing.
+func (e *Evaluator) PlanJob(ctx context.Context, job *structs.Job) (*DryRun, error) {
+	snap, err := e.State.JobSnapshot(ctx, job.Namespace, job.ID)
+	if err != nil {
+		return nil, fmt.Errorf("plan job %s: %w", job.ID, err)
+	}
+	proposed := job.Copy()
+	cur := snap.Job
+	switch {
+	case cur != nil && cur.Stop == proposed.Stop && !structs.SpecChanged(cur, proposed):
+		proposed.Version, proposed.CreateIndex, proposed.JobModifyIndex = cur.Version, cur.CreateIndex, cur.JobModifyIndex
+	case cur != nil:
+		proposed.Version, proposed.CreateIndex, proposed.JobModifyIndex = cur.Version+1, cur.CreateIndex, snap.Index+1
+	default:
+		// A new incarnation: versions continue after those its allocs
+		// still name, as the stores number them.
+		proposed.CreateIndex, proposed.JobModifyIndex = snap.Index+1, snap.Index+1
+		for _, a := range snap.Allocs {
+			if a.JobVersion >= proposed.Version {
+				proposed.Version = a.JobVersion + 1
+			}
+		}
+	}
+	proposed.Stop = false
+	ev := &structs.Evaluation{ID: structs.GenerateUUID(), Namespace: job.Namespace, JobID: job.ID, Type: job.Type,
+		Priority: job.Priority, TriggeredBy: structs.EvalTriggerJobRegister, Status: structs.EvalStatusPending}
+	c, err := e.compute(ctx, ev, proposed)
+	if err != nil {
+		return nil, fmt.Errorf("plan job %s: %w", job.ID, err)
+	}
+	out := &DryRun{Current: cur, Job: proposed, Annotations: annotations(c.result), Plan: c.built.Plan}
+	if len(c.built.FailedTGAllocs) > 0 {
+		out.FailedTGAllocs = c.built.FailedTGAllocs
 	}
 	return out, nil
 }
@@ -248,13 +360,15 @@ func taintedNodes(allocs []*structs.Allocation, nodes map[string]*structs.Node) 
 // unblocked and still cannot place is blocked again rather than copied);
 // and older pending evals of the job, cancelled because this evaluation
 // saw newer state (design §4.8).
-func (e *Evaluator) finishEval(ev *structs.Evaluation, job *structs.Job, snapIndex uint64, built *placement.PlanResult,
+func (e *Evaluator) finishEval(ev *structs.Evaluation, job *structs.Job, snapIndex uint64, result *reconcile.Result, built *placement.PlanResult,
 	jobEvals []*structs.Evaluation, out *outcome) []*structs.Evaluation {
 	done := ev.Copy()
 	done.Status = structs.EvalStatusComplete
 	done.StatusDescription = ""
 	done.SnapshotIndex = snapIndex
 	done.QueuedAllocations = built.QueuedAllocations
+	done.DeploymentID = built.DeploymentID
+	done.PlanAnnotations = annotations(result)
 	done.FailedTGAllocs = nil
 	if len(built.FailedTGAllocs) > 0 {
 		done.FailedTGAllocs = built.FailedTGAllocs
@@ -323,4 +437,18 @@ func (e *Evaluator) afterCommit(ctx context.Context, log *zap.Logger, out *outco
 			log.Warn("unblock evaluations", zap.Error(err))
 		}
 	}
+}
+
+// annotations are the reconciler's per-group decisions in Nomad's plan
+// annotations shape.
+func annotations(res *reconcile.Result) *structs.PlanAnnotations {
+	if res == nil || len(res.DesiredTGUpdates) == 0 {
+		return nil
+	}
+	out := &structs.PlanAnnotations{DesiredTGUpdates: make(map[string]*structs.DesiredUpdates, len(res.DesiredTGUpdates))}
+	for tg, u := range res.DesiredTGUpdates {
+		out.DesiredTGUpdates[tg] = &structs.DesiredUpdates{Ignore: u.Ignore, Place: u.Place, Migrate: u.Migrate, Stop: u.Stop,
+			InPlaceUpdate: u.InPlaceUpdate, DestructiveUpdate: u.DestructiveUpdate, Canary: u.Canary, Preemptions: u.Preemptions}
+	}
+	return out
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"runtime"
 	"sync"
+	"time"
 
 	"go.uber.org/zap"
 
@@ -27,6 +28,9 @@ func DefaultWorkers() int {
 	return max(2, runtime.GOMAXPROCS(0))
 }
 
+// pausePoll is how often paused workers look whether processing resumed.
+const pausePoll = 500 * time.Millisecond
+
 // RunWorkers runs n workers taking evaluations from q until ctx ends or
 // the queue closes. Each delivery is processed, then acknowledged; an
 // early delivery is acknowledged and put back for its WaitUntil; a failed
@@ -40,6 +44,14 @@ func RunWorkers(ctx context.Context, n int, q Consumer, ev *Evaluator, log *zap.
 			defer wg.Done()
 			wlog := log.With(zap.Int("worker", worker))
 			for {
+				// While paused, take nothing: the queue keeps the evals.
+				for ev.Config.Paused(ctx) {
+					select {
+					case <-ctx.Done():
+						return
+					case <-time.After(pausePoll):
+					}
+				}
 				e, token, err := q.Dequeue(ctx)
 				if err != nil {
 					return
@@ -49,6 +61,13 @@ func RunWorkers(ctx context.Context, n int, q Consumer, ev *Evaluator, log *zap.
 				case perr == nil:
 					if err := q.Ack(e.ID, token); err != nil {
 						wlog.Warn("ack evaluation", zap.String("eval_id", e.ID), zap.Error(err))
+					}
+				case errors.Is(perr, ErrPaused):
+					// Paused after it was taken: put it back, uncounted,
+					// for when processing resumes.
+					_ = q.Ack(e.ID, token)
+					if err := q.Enqueue(ctx, e); err != nil {
+						wlog.Warn("put back evaluation while paused", zap.String("eval_id", e.ID), zap.Error(err))
 					}
 				case errors.Is(perr, ErrNotYet):
 					_ = q.Ack(e.ID, token)

@@ -71,6 +71,10 @@ const (
 	TableEvals       = "evals"
 	TableDeployments = "deployments"
 	TableNodes       = "nodes"
+	// TableNamespaces and TableSchedulerConfig are the namespace objects
+	// and the scheduler configuration, Nomad's table names.
+	TableNamespaces      = "namespaces"
+	TableSchedulerConfig = "scheduler_config"
 )
 
 // RegisterJobRequest registers a new version of a job together with the
@@ -90,6 +94,9 @@ type RegisterJobRequest struct {
 	JobModifyIndex uint64
 	// SubmitTime is the registration time, unix nanoseconds.
 	SubmitTime int64
+	// Submission, when set, is the source the job was registered from,
+	// kept with the version the registration writes (or keeps).
+	Submission *structs.JobSubmission
 }
 
 // RegisterJobResult is what a registration wrote.
@@ -305,7 +312,9 @@ type Store interface {
 	UpdateNodeStatus(ctx context.Context, nodeID, status string, at int64) (*structs.Node, error)
 	// Node returns a node, or ErrNotFound.
 	Node(ctx context.Context, nodeID string) (*structs.Node, error)
-	// Nodes lists nodes whose ID starts with prefix, sorted by ID.
+	// Nodes lists nodes whose ID starts with prefix, sorted by ID. The
+	// nodes may be shared between readers (the node cache): callers must
+	// not modify them.
 	Nodes(ctx context.Context, prefix string) ([]*structs.Node, error)
 	// NodeAssignmentIndex returns the index that moves whenever the
 	// control plane changes an allocation of the node.
@@ -328,6 +337,35 @@ type Store interface {
 	// deployments other than a job's latest, down nodes without allocs.
 	// An alloc removed while it still held resources releases them.
 	GarbageCollect(ctx context.Context, olderThan time.Time) (*GCResult, error)
+
+	// JobSubmission returns the source a job version was registered
+	// from (Namespace, JobID, Version and JobModifyIndex set), or
+	// ErrNotFound when that version has none.
+	JobSubmission(ctx context.Context, namespace, jobID string, version uint64) (*structs.JobSubmission, error)
+
+	// AppendNodeEvents adds events to a node, each stamped with the
+	// write's index, keeping the newest structs.MaxRetainedNodeEvents.
+	// UpsertNode keeps a node's events across re-registrations.
+	// ErrNotFound for an unknown node.
+	AppendNodeEvents(ctx context.Context, nodeID string, events ...*structs.NodeEvent) (*structs.Node, error)
+
+	// UpsertNamespace creates a namespace or replaces its Description,
+	// Quota and Meta (CreateIndex kept).
+	UpsertNamespace(ctx context.Context, ns *structs.Namespace) (*structs.Namespace, error)
+	// Namespace returns a stored namespace, or ErrNotFound.
+	Namespace(ctx context.Context, name string) (*structs.Namespace, error)
+	// Namespaces lists the stored namespaces, sorted by name.
+	Namespaces(ctx context.Context) ([]*structs.Namespace, error)
+	// DeleteNamespace removes a stored namespace; ErrNotFound if absent.
+	DeleteNamespace(ctx context.Context, name string) error
+
+	// SchedulerConfig returns the scheduler configuration, or
+	// structs.DefaultSchedulerConfiguration (indexes 0) if never set.
+	SchedulerConfig(ctx context.Context) (*structs.SchedulerConfiguration, error)
+	// SetSchedulerConfig writes the scheduler configuration. With cas
+	// set, only if the stored ModifyIndex is *cas (0: never set), as
+	// Nomad's ?cas=; it reports whether it wrote and the write's index.
+	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas *uint64) (bool, uint64, error)
 
 	// Index returns the index of the last write to a table (Table*
 	// constants); 0 if never written.

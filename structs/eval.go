@@ -26,6 +26,7 @@ const (
 	EvalTriggerMaxDisconnectTimeout = "max-disconnect-timeout"
 	EvalTriggerReconnect            = "reconnect"
 	EvalTriggerMaxPlans             = "max-plan-attempts"
+	EvalTriggerScaling              = "job-scaling"
 )
 
 // Evaluation is a request to reconcile one job: created by a registration,
@@ -61,6 +62,12 @@ type Evaluation struct {
 	ClassEligibility     map[string]bool `json:",omitempty"`
 	EscapedComputedClass bool
 	QueuedAllocations    map[string]int `json:",omitempty"`
+	// PlanAnnotations are the reconciler's decisions per task group for
+	// the plan this eval committed, as Nomad shows in `eval status`.
+	PlanAnnotations *PlanAnnotations `json:",omitempty"`
+	// ScalingEvent, on an eval created by a scale request (`nomad job
+	// scale`), is the request's event; GET /v1/job/:id/scale lists them.
+	ScalingEvent *ScalingEvent `json:",omitempty"`
 	// SnapshotIndex is the state index the eval was computed at.
 	SnapshotIndex uint64
 	CreateIndex   uint64
@@ -131,6 +138,14 @@ func (e *Evaluation) Copy() *Evaluation {
 			c.QueuedAllocations[k] = v
 		}
 	}
+	if e.PlanAnnotations != nil {
+		pa := &PlanAnnotations{DesiredTGUpdates: make(map[string]*DesiredUpdates, len(e.PlanAnnotations.DesiredTGUpdates))}
+		for k, v := range e.PlanAnnotations.DesiredTGUpdates {
+			d := *v
+			pa.DesiredTGUpdates[k] = &d
+		}
+		c.PlanAnnotations = pa
+	}
 	c.RelatedEvals = nil
 	return &c
 }
@@ -138,4 +153,43 @@ func (e *Evaluation) Copy() *Evaluation {
 // NamespacedJobID returns "namespace/job" for the eval's job.
 func (e *Evaluation) NamespacedJobID() string {
 	return NamespacedJobID(e.Namespace, e.JobID)
+}
+
+// PlanAnnotations explain a plan, Nomad's shape: what the reconciler
+// decided per task group, and the allocs it preempts (none in drover).
+type PlanAnnotations struct {
+	DesiredTGUpdates map[string]*DesiredUpdates
+	PreemptedAllocs  []*AllocListStub
+}
+
+// DesiredUpdates counts one task group's decisions, Nomad's names.
+type DesiredUpdates struct {
+	Ignore            uint64
+	Place             uint64
+	Migrate           uint64
+	Stop              uint64
+	InPlaceUpdate     uint64
+	DestructiveUpdate uint64
+	Canary            uint64
+	Preemptions       uint64
+	Reconnect         uint64
+	Disconnect        uint64
+	RescheduleNow     uint64
+	RescheduleLater   uint64
+}
+
+// ScalingEvent is one scale request of a task group, Nomad's shape:
+// counts before and after (Count nil: an event without a change), the
+// caller's message, error flag and meta, and the eval it created. Time is
+// unix nanoseconds.
+type ScalingEvent struct {
+	TaskGroup     string
+	Time          uint64
+	Count         *int64
+	PreviousCount int64
+	Message       string
+	Error         bool
+	Meta          map[string]any `json:",omitempty"`
+	EvalID        *string
+	CreateIndex   uint64
 }

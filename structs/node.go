@@ -45,8 +45,11 @@ type Node struct {
 	StatusDescription     string
 	StatusUpdatedAt       int64 // unix seconds, as Nomad
 	Drivers               map[string]*DriverInfo
-	CreateIndex           uint64
-	ModifyIndex           uint64
+	// Events are the node's last MaxRetainedNodeEvents events, oldest
+	// first (registration, drain, eligibility, status changes).
+	Events      []*NodeEvent
+	CreateIndex uint64
+	ModifyIndex uint64
 }
 
 // NodeResources is a node's total capacity: CPU in MHz, memory and disk in
@@ -161,6 +164,14 @@ func (n *Node) Copy() *Node {
 	if n.DrainStrategy != nil {
 		d := *n.DrainStrategy
 		c.DrainStrategy = &d
+	}
+	if n.Events != nil {
+		c.Events = make([]*NodeEvent, len(n.Events))
+		for i, e := range n.Events {
+			ec := *e
+			ec.Details = copyStringMap(e.Details)
+			c.Events[i] = &ec
+		}
 	}
 	if n.Drivers != nil {
 		c.Drivers = make(map[string]*DriverInfo, len(n.Drivers))

@@ -3,9 +3,11 @@ package sqs_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -16,6 +18,7 @@ import (
 	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/smithy-go/middleware"
 
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/events/schedule"
@@ -262,9 +265,10 @@ func TestEarlyEvalPutBack(t *testing.T) {
 	}
 }
 
-// TestDeliveryLimitFailsEval: at its delivery limit a failing eval is
-// marked failed with the reason and a delayed follow-up is scheduled
-// (design §4.8), and the message is acknowledged (no dead-letter queue).
+// TestDeliveryLimitFailsEval: at its delivery limit of real attempts a
+// failing eval is marked failed with the reason and a delayed follow-up is
+// scheduled (design §4.8), and the message is acknowledged (no dead-letter
+// queue).
 func TestDeliveryLimitFailsEval(t *testing.T) {
 	e := newEnv(t)
 	ev := pendingEval("web", 0)
@@ -273,11 +277,12 @@ func TestDeliveryLimitFailsEval(t *testing.T) {
 	}
 	h := e.home.EvaluateHandler()
 	h.Evaluator = procFunc(func(context.Context, string) error { return errors.New("store unreachable") })
-	rec := events.SQSMessage{MessageId: "m1", Body: evsqs.Encode(ev), Attributes: map[string]string{"ApproximateReceiveCount": "2"}}
-	if resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{rec}}); len(resp.BatchItemFailures) != 1 {
-		t.Fatal("below the limit a failure is handed back")
+	rec := events.SQSMessage{MessageId: "m1", Body: evsqs.Encode(ev), Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+	for attempt := 1; attempt < evsqs.DefaultDeliveryLimit; attempt++ {
+		if resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{rec}}); len(resp.BatchItemFailures) != 1 {
+			t.Fatalf("attempt %d: below the limit a failure is handed back", attempt)
+		}
 	}
-	rec.Attributes["ApproximateReceiveCount"] = "3"
 	if resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{rec}}); len(resp.BatchItemFailures) != 0 {
 		t.Fatalf("at the limit the message is acknowledged: %+v", resp)
 	}
@@ -287,6 +292,149 @@ func TestDeliveryLimitFailsEval(t *testing.T) {
 	}
 	if _, err := e.sched.GetSchedule(ctx, &awssched.GetScheduleInput{Name: aws.String(schedule.Name(failed.NextEval)), GroupName: aws.String(e.group)}); err != nil {
 		t.Fatalf("follow-up not scheduled: %v", err)
+	}
+}
+
+// TestHandBacksAreNotAttempts: a message handed back unprocessed again and
+// again (the later message of batches whose first one failed) has a high
+// ApproximateReceiveCount, yet its eval has had no attempt: its first real
+// failure is handed back, not failed, and only the third fails it.
+func TestHandBacksAreNotAttempts(t *testing.T) {
+	e := newEnv(t)
+	b := pendingEval("b", 0)
+	if _, err := e.home.Store.UpsertEvals(ctx, b); err != nil {
+		t.Fatal(err)
+	}
+	processed := map[string]int{}
+	h := e.home.EvaluateHandler()
+	h.Evaluator = procFunc(func(_ context.Context, id string) error {
+		processed[id]++
+		return errors.New("injected failure")
+	})
+	rb := events.SQSMessage{MessageId: "mb", Body: evsqs.Encode(b), Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+	for i := 1; i <= 5; i++ {
+		a := pendingEval(fmt.Sprintf("a%d", i), 0) // a failing eval of another job ahead of b
+		if _, err := e.home.Store.UpsertEvals(ctx, a); err != nil {
+			t.Fatal(err)
+		}
+		ra := events.SQSMessage{MessageId: "ma", Body: evsqs.Encode(a), Attributes: map[string]string{"ApproximateReceiveCount": "1"}}
+		rb.Attributes["ApproximateReceiveCount"] = fmt.Sprint(i)
+		resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{ra, rb}})
+		if len(resp.BatchItemFailures) != 2 {
+			t.Fatalf("batch %d: %+v", i, resp)
+		}
+	}
+	if processed[b.ID] != 0 {
+		t.Fatalf("b was processed %d times behind a failing message", processed[b.ID])
+	}
+	rb.Attributes["ApproximateReceiveCount"] = "6"
+	for attempt := 1; attempt <= evsqs.DefaultDeliveryLimit; attempt++ {
+		resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{rb}})
+		ev, _ := e.home.Store.Eval(ctx, b.ID)
+		if attempt < evsqs.DefaultDeliveryLimit && (len(resp.BatchItemFailures) != 1 || ev.Status != structs.EvalStatusPending) {
+			t.Fatalf("real attempt %d of b (received 6 times): %+v, eval %s; want handed back", attempt, resp, ev.Status)
+		}
+		if attempt == evsqs.DefaultDeliveryLimit && (len(resp.BatchItemFailures) != 0 || ev.Status != structs.EvalStatusFailed) {
+			t.Fatalf("real attempt %d of b: %+v, eval %s; want failed", attempt, resp, ev.Status)
+		}
+	}
+	if processed[b.ID] != evsqs.DefaultDeliveryLimit {
+		t.Fatalf("b processed %d times", processed[b.ID])
+	}
+}
+
+// TestUnfinishedAttemptsFailEval: an eval whose evaluations started as
+// often as the delivery limit allows and never finished (the function
+// timed out or crashed each time) is failed, with that reason and a
+// follow-up, by the next delivery, without evaluating it again.
+func TestUnfinishedAttemptsFailEval(t *testing.T) {
+	e := newEnv(t)
+	ev := pendingEval("web", 0)
+	if _, err := e.home.Store.UpsertEvals(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	for i := 0; i < evsqs.DefaultDeliveryLimit; i++ { // three invocations died mid-evaluation
+		if _, err := e.home.Store.StartEvalAttempt(ctx, ev.Namespace, ev.JobID, ev.ID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	h := e.home.EvaluateHandler()
+	h.Evaluator = procFunc(func(context.Context, string) error {
+		t.Error("an eval past its attempts was evaluated again")
+		return nil
+	})
+	rec := events.SQSMessage{MessageId: "m1", Body: evsqs.Encode(ev), Attributes: map[string]string{"ApproximateReceiveCount": "4"}}
+	if resp, _ := h.Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{rec}}); len(resp.BatchItemFailures) != 0 {
+		t.Fatalf("the failed eval's message must be acknowledged: %+v", resp)
+	}
+	failed, _ := e.home.Store.Eval(ctx, ev.ID)
+	if failed.Status != structs.EvalStatusFailed || !strings.Contains(failed.StatusDescription, "3 attempts started and none finished") || failed.NextEval == "" {
+		t.Fatalf("eval: %s %q next %q", failed.Status, failed.StatusDescription, failed.NextEval)
+	}
+	if _, err := e.sched.GetSchedule(ctx, &awssched.GetScheduleInput{Name: aws.String(schedule.Name(failed.NextEval)), GroupName: aws.String(e.group)}); err != nil {
+		t.Fatalf("follow-up not scheduled: %v", err)
+	}
+}
+
+// TestHandlerHandsBackWhatItCannotFinish: when the first evaluation of a
+// batch uses up the invocation's time, the handler starts no other: the
+// rest of the batch is handed back at once (visible again, no attempt
+// counted), and an evaluation's context ends StopMargin before the
+// deadline.
+func TestHandlerHandsBackWhatItCannotFinish(t *testing.T) {
+	e := newEnv(t)
+	evs := []*structs.Evaluation{pendingEval("a", 0), pendingEval("b", 0), pendingEval("c", 0)}
+	if _, err := e.home.Store.UpsertEvals(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.home.Queue.Producer.Send(ctx, evs...); err != nil {
+		t.Fatal(err)
+	}
+	recs := e.receive(10)
+	if len(recs) != 3 {
+		t.Fatalf("received %d", len(recs))
+	}
+	deadline := time.Now().Add(time.Minute)
+	ictx, cancel := context.WithDeadline(ctx, deadline)
+	defer cancel()
+	clock := time.Now()
+	h := e.home.EvaluateHandler()
+	h.Now = func() time.Time { return clock }
+	var calls []string
+	h.Evaluator = procFunc(func(pctx context.Context, id string) error {
+		calls = append(calls, id)
+		if dl, ok := pctx.Deadline(); !ok || !dl.Equal(deadline.Add(-evsqs.DefaultStopMargin)) {
+			t.Errorf("evaluation context deadline %v, want %v", dl, deadline.Add(-evsqs.DefaultStopMargin))
+		}
+		clock = deadline.Add(-evsqs.DefaultStartMargin + time.Second) // the evaluation took most of the time
+		return nil
+	})
+	resp, err := h.Handle(ictx, events.SQSEvent{Records: recs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(rs []events.SQSMessage) (out []string) {
+		for _, r := range rs {
+			out = append(out, r.MessageId)
+		}
+		return out
+	}
+	var failed []string
+	for _, f := range resp.BatchItemFailures {
+		failed = append(failed, f.ItemIdentifier)
+	}
+	if len(calls) != 1 || strings.Join(failed, ",") != strings.Join(ids(recs[1:]), ",") {
+		t.Fatalf("evaluated %v, handed back %v; want the first evaluated and the other two handed back", calls, failed)
+	}
+	e.ack(recs[0])
+	again := e.receive(10)
+	if strings.Join(ids(again), ",") == "" || len(again) != 2 {
+		t.Fatalf("handed-back messages visible again: %d, want 2", len(again))
+	}
+	for _, ev := range evs[1:] {
+		if n, err := e.home.Store.StartEvalAttempt(ctx, ev.Namespace, ev.JobID, ev.ID); err != nil || n != 1 {
+			t.Fatalf("eval %s handed back unstarted has attempts before this one: %d %v", ev.JobID, n-1, err)
+		}
 	}
 }
 
@@ -375,5 +523,64 @@ func TestSweeperResendsUnsentEval(t *testing.T) {
 	}
 	if n, _ := scheduler.SweepPending(ctx, e.home.Store, e.home.Queue, 0, time.Now(), nil); n != 0 {
 		t.Fatalf("a second sweep re-sent %d evals", n)
+	}
+}
+
+// TestSweepResendsWithinDedupWindow: an eval whose message is in flight
+// (received, its evaluation stuck) is re-sent by the sweeper with a
+// deduplication ID of its own, so SQS FIFO does not drop it within its
+// five-minute window (moto deduplicates against messages in the queue as
+// SQS does: with the eval's own ID the re-send would be dropped; kumo does
+// not deduplicate, so there the sent IDs show it).
+func TestSweepResendsWithinDedupWindow(t *testing.T) {
+	e := newEnv(t)
+	var mu sync.Mutex
+	var dedupIDs []string
+	e.home.Queue.Producer.Client = awssqs.NewFromConfig(awstest.Config(t), func(o *awssqs.Options) {
+		o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+			return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("dedup-ids", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+				if b, ok := in.Parameters.(*awssqs.SendMessageBatchInput); ok {
+					mu.Lock()
+					for _, en := range b.Entries {
+						dedupIDs = append(dedupIDs, aws.ToString(en.MessageDeduplicationId))
+					}
+					mu.Unlock()
+				}
+				return next.HandleInitialize(ctx, in)
+			}), middleware.After)
+		})
+	})
+	ev := pendingEval("web", 0)
+	if _, err := e.home.Store.UpsertEvals(ctx, ev); err != nil {
+		t.Fatal(err)
+	}
+	stored, err := e.home.Store.Eval(ctx, ev.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.home.Queue.Enqueue(ctx, stored); err != nil {
+		t.Fatal(err)
+	}
+	first := e.receive(10)
+	if len(first) != 1 {
+		t.Fatalf("first send: %d messages", len(first))
+	}
+	e.home.PendingAfter = 0
+	res, err := e.home.Sweep(ctx)
+	if err != nil || res.Resent != 1 {
+		t.Fatalf("sweep: %+v %v", res, err)
+	}
+	e.ack(first...)
+	recs := e.receive(10)
+	if len(recs) != 1 {
+		t.Fatalf("the sweeper's re-send while the first message was in flight: %d messages, want 1 (dropped as a duplicate?)", len(recs))
+	}
+	if m, err := evsqs.Decode(recs[0].Body); err != nil || m.EvalID != ev.ID {
+		t.Fatalf("re-sent message %+v %v", m, err)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	if len(dedupIDs) != 2 || dedupIDs[0] != evsqs.DedupID(stored) || dedupIDs[1] == dedupIDs[0] {
+		t.Fatalf("dedup IDs sent %q: the re-send must not reuse the eval's %q", dedupIDs, evsqs.DedupID(stored))
 	}
 }

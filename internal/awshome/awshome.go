@@ -99,8 +99,8 @@ func FromEnv(ctx context.Context) (*Home, error) {
 			QueueARN: os.Getenv("DROVER_QUEUE_ARN"), RoleARN: os.Getenv("DROVER_SCHEDULER_ROLE_ARN"), Logger: log.Named("schedule")},
 	}
 	h.Evaluator = &scheduler.Evaluator{State: h.Store, Queue: h.Queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
-		RescheduleTracker: reconcile.NextRescheduleTracker, Logger: log.Named("scheduler")}
-	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control")})
+		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: h.Store}, Logger: log.Named("scheduler")}
+	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control"), Planner: h.Evaluator})
 	return h, nil
 }
 
@@ -136,6 +136,10 @@ func (h *Home) Authorizer() *acl.Authorizer {
 	return &acl.Authorizer{Tokens: h.Store, BootstrapHash: os.Getenv("DROVER_BOOTSTRAP_TOKEN_HASH"), Logger: h.Log.Named("acl")}
 }
 
+// MaxResponseBytes bounds an API answer below Lambda's 6 MB synchronous
+// response limit (less room for headers and the response envelope).
+const MaxResponseBytes = 6_000_000
+
 // MaxWait caps blocking queries below API Gateway's 30 s integration
 // timeout.
 const MaxWait = 25 * time.Second
@@ -144,7 +148,9 @@ const MaxWait = 25 * time.Second
 // dev agent, without a Watcher (blocking queries poll the table indexes).
 func (h *Home) API() http.Handler {
 	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
-		NodeAgents: h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
+		MaxResponseBytes: MaxResponseBytes,
+		NodeAgents:       h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
+		Plans: h.Service, Scaler: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service,
 		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }
 
@@ -167,7 +173,9 @@ func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
 	now := time.Now()
 	res := &SweepResult{}
 	var errs []error
-	n, err := scheduler.SweepPending(ctx, h.Store, h.Queue, h.PendingAfter, now, h.Log.Named("sweeper"))
+	// A re-send needs its own dedup ID: the eval's own was used within
+	// the FIFO queue's five-minute window when the eval was first sent.
+	n, err := scheduler.SweepPending(ctx, h.Store, h.Queue.Resender(now), h.PendingAfter, now, h.Log.Named("sweeper"))
 	res.Resent = n
 	errs = append(errs, err)
 	nodes, err := h.Store.Nodes(ctx, "")

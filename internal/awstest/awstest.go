@@ -1,20 +1,32 @@
-// Package awstest starts drover's local AWS endpoint for a test binary:
-// kumo, built from the small main in the repository's localstack/ module
-// (its own Go module, so the main module does not depend on kumo). Tests
-// of packages that talk to AWS call Main from TestMain; when
-// AWS_ENDPOINT_URL is already set (LocalStack, a real account) that
-// endpoint is used instead and nothing is started.
+// Package awstest runs the tests of packages that talk to AWS against
+// local AWS endpoints, once per emulator: kumo (built from the small main
+// in the repository's localstack/ module, its own Go module so the main
+// module does not depend on kumo), then moto (moto_server, the Python
+// emulator LocalStack is built on, which validates requests much as AWS
+// does). Each leg starts its endpoint on 127.0.0.1 on a free port, points
+// the AWS SDK at it through the environment and stops exactly the process
+// it started. When AWS_ENDPOINT_URL is already set (LocalStack, a real
+// account) that endpoint is used instead, once, and nothing is started.
+//
+// Environment:
+//
+//	DROVER_EMULATORS     legs to run, comma-separated (default "kumo,moto")
+//	DROVER_REQUIRE_MOTO  "1": a missing moto fails the tests (.ci/run sets it);
+//	                     otherwise the moto leg is skipped with one line
 package awstest
 
 import (
 	"bufio"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"runtime"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,10 +35,51 @@ import (
 	"github.com/aws/aws-sdk-go-v2/config"
 )
 
-var binary string
+// The emulators a leg runs on.
+const (
+	// Kumo is the Go emulator of the localstack/ module (DynamoDB, SQS,
+	// EventBridge Scheduler, STS, Lambda's Runtime API).
+	Kumo = "kumo"
+	// Moto is moto_server: DynamoDB, SQS, Scheduler and STS validated much
+	// as AWS validates them; no Lambda Runtime API.
+	Moto = "moto"
+	// External is an endpoint given with AWS_ENDPOINT_URL.
+	External = "external"
+)
 
-// Binary returns the path of the built localstack binary (serve and pump),
-// building it on first use into a temporary directory.
+// MotoInstall is how to install moto, printed when it is missing.
+const MotoInstall = "pip install 'moto[server]'"
+
+var (
+	binary string
+	leg    string // the emulator the running leg talks to
+)
+
+// Emulator is the name of the emulator the running tests talk to: Kumo,
+// Moto or External.
+func Emulator() string { return leg }
+
+// SkipOnMoto skips t on the moto leg, saying what moto cannot show. It is
+// the only skip the AWS packages' tests use: each names its reason, and
+// the README lists them.
+func SkipOnMoto(t testing.TB, reason string) {
+	t.Helper()
+	if leg == Moto {
+		t.Skipf("skipped on moto: %s", reason)
+	}
+}
+
+// OnMoto returns onMoto on the moto leg and otherwise def (smaller counts
+// where moto is slow, e.g. its transactions copy the whole table).
+func OnMoto[T any](def, onMoto T) T {
+	if leg == Moto {
+		return onMoto
+	}
+	return def
+}
+
+// Binary returns the path of the built localstack binary (serve, pump,
+// gateway), building it on first use into a temporary directory.
 func Binary() (string, error) {
 	if binary != "" {
 		return binary, nil
@@ -46,6 +99,13 @@ func Binary() (string, error) {
 	return out, nil
 }
 
+func removeBinary() {
+	if binary != "" {
+		os.RemoveAll(filepath.Dir(binary))
+		binary = ""
+	}
+}
+
 // ModuleDir is the localstack/ module's directory.
 func ModuleDir() string {
 	_, file, _, _ := runtime.Caller(0)
@@ -58,22 +118,145 @@ func RepoDir() string {
 	return filepath.Join(filepath.Dir(file), "..", "..")
 }
 
-// Main starts kumo unless AWS_ENDPOINT_URL is set, points the AWS SDK at
-// it through the environment (endpoint, region, dummy credentials), runs
-// the tests and stops exactly the process it started. Use it as
-// `func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }`.
-func Main(m *testing.M) int {
-	stop, err := Start()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "awstest:", err)
+// Options changes how Run runs the legs.
+type Options struct {
+	// MotoServices, when set, makes the moto leg hybrid: only these
+	// services (the SDK's service IDs as in AWS_ENDPOINT_URL_<ID>, e.g.
+	// DYNAMODB, SQS, SCHEDULER) go to moto, everything else (Lambda's
+	// Runtime API, STS) to a kumo started alongside.
+	MotoServices []string
+}
+
+// Main runs the tests once per emulator and returns the exit code. Use it
+// as `func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }`.
+func Main(m *testing.M) int { return Run(m, Options{}) }
+
+// Run is Main with options.
+func Run(m *testing.M, o Options) int {
+	setDefault("AWS_REGION", "us-east-1")
+	setDefault("AWS_ACCESS_KEY_ID", "test")
+	setDefault("AWS_SECRET_ACCESS_KEY", "test")
+	if url := os.Getenv("AWS_ENDPOINT_URL"); url != "" {
+		leg = External
+		fmt.Printf("awstest: running the tests on %s\n", url)
+		return m.Run()
+	}
+	defer removeBinary()
+	names := legs()
+	for _, name := range names {
+		if name == Moto {
+			// moto starts (and loads its services) while the other legs
+			// run: its Python start-up costs seconds.
+			early = startMotoEarly()
+			defer early.stop()
+		}
+	}
+	code := 0
+	for _, name := range names {
+		c := runLeg(m, name, o)
+		if c != 0 {
+			fmt.Printf("awstest: the %s leg failed\n", name)
+			code = c
+		}
+	}
+	return code
+}
+
+func legs() []string {
+	v := os.Getenv("DROVER_EMULATORS")
+	if v == "" {
+		return []string{Kumo, Moto}
+	}
+	var out []string
+	for _, s := range strings.Split(v, ",") {
+		if s = strings.TrimSpace(s); s != "" {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+func runLeg(m *testing.M, name string, o Options) int {
+	var env map[string]string
+	var stops []func()
+	defer func() {
+		for _, s := range stops {
+			s()
+		}
+		for k := range env {
+			os.Unsetenv(k)
+		}
+		leg = ""
+	}()
+	switch name {
+	case Kumo:
+		url, stop, err := startKumo()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "awstest:", err)
+			return 1
+		}
+		stops = append(stops, stop)
+		env = map[string]string{"AWS_ENDPOINT_URL": url}
+	case Moto:
+		if early == nil {
+			early = startMotoEarly()
+			defer early.stop()
+		}
+		<-early.ready
+		if early.missing {
+			if os.Getenv("DROVER_REQUIRE_MOTO") == "1" {
+				fmt.Fprintf(os.Stderr, "awstest: moto is required (DROVER_REQUIRE_MOTO=1) but moto_server was not found; install it: %s\n", MotoInstall)
+				return 1
+			}
+			fmt.Printf("awstest: moto leg skipped: moto_server not found (install it: %s)\n", MotoInstall)
+			return 0
+		}
+		if early.err != nil {
+			fmt.Fprintln(os.Stderr, "awstest:", early.err)
+			return 1
+		}
+		url := early.url
+		env = map[string]string{"AWS_ENDPOINT_URL": url}
+		if len(o.MotoServices) > 0 {
+			kurl, kstop, err := startKumo()
+			if err != nil {
+				fmt.Fprintln(os.Stderr, "awstest:", err)
+				return 1
+			}
+			stops = append(stops, kstop)
+			env = map[string]string{"AWS_ENDPOINT_URL": kurl}
+			for _, s := range o.MotoServices {
+				env["AWS_ENDPOINT_URL_"+strings.ToUpper(s)] = url
+			}
+		}
+	default:
+		fmt.Fprintf(os.Stderr, "awstest: unknown emulator %q in DROVER_EMULATORS (want kumo, moto)\n", name)
 		return 1
 	}
-	defer stop()
+	for k, v := range env {
+		os.Setenv(k, v)
+	}
+	leg = name
+	fmt.Printf("awstest: running the tests on %s (%s)\n", name, describe(env))
 	return m.Run()
 }
 
-// Start starts kumo unless AWS_ENDPOINT_URL is set and sets the
-// environment the SDK reads. The returned function stops the process.
+func describe(env map[string]string) string {
+	var parts []string
+	if u := env["AWS_ENDPOINT_URL"]; u != "" {
+		parts = append(parts, u)
+	}
+	for k, v := range env {
+		if k != "AWS_ENDPOINT_URL" {
+			parts = append(parts, strings.TrimPrefix(k, "AWS_ENDPOINT_URL_")+" at "+v)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Start starts kumo unless AWS_ENDPOINT_URL is set and points the SDK at
+// it (for programs that are not test binaries). The returned function
+// stops the process.
 func Start() (stop func(), err error) {
 	setDefault("AWS_REGION", "us-east-1")
 	setDefault("AWS_ACCESS_KEY_ID", "test")
@@ -81,18 +264,28 @@ func Start() (stop func(), err error) {
 	if os.Getenv("AWS_ENDPOINT_URL") != "" {
 		return func() {}, nil
 	}
-	bin, err := Binary()
+	url, stopKumo, err := startKumo()
 	if err != nil {
 		return nil, err
+	}
+	os.Setenv("AWS_ENDPOINT_URL", url)
+	return func() { stopKumo(); os.Unsetenv("AWS_ENDPOINT_URL"); removeBinary() }, nil
+}
+
+// startKumo starts `localstack serve`, which prints its URL first.
+func startKumo() (string, func(), error) {
+	bin, err := Binary()
+	if err != nil {
+		return "", nil, err
 	}
 	cmd := exec.Command(bin, "serve")
 	cmd.Stderr = os.Stderr
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
-		return nil, err
+		return "", nil, err
 	}
 	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("start kumo: %w", err)
+		return "", nil, fmt.Errorf("start kumo: %w", err)
 	}
 	urlc := make(chan string, 1)
 	go func() {
@@ -101,31 +294,148 @@ func Start() (stop func(), err error) {
 			urlc <- strings.TrimSpace(sc.Text())
 		}
 		close(urlc)
+		_, _ = io.Copy(io.Discard, stdout)
 	}()
-	kill := func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = cmd.Process.Kill()
-			<-done
-		}
-		os.RemoveAll(filepath.Dir(bin))
-		binary = ""
-	}
+	stop := func() { stopProcess(cmd, false) }
 	select {
 	case url, ok := <-urlc:
 		if !ok || !strings.HasPrefix(url, "http") {
-			kill()
-			return nil, fmt.Errorf("kumo printed no URL (got %q)", url)
+			stop()
+			return "", nil, fmt.Errorf("kumo printed no URL (got %q)", url)
 		}
-		os.Setenv("AWS_ENDPOINT_URL", url)
-		return func() { kill(); os.Unsetenv("AWS_ENDPOINT_URL") }, nil
+		return url, stop, nil
 	case <-time.After(30 * time.Second):
-		kill()
-		return nil, fmt.Errorf("kumo did not start within 30 s")
+		stop()
+		return "", nil, fmt.Errorf("kumo did not start within 30 s")
+	}
+}
+
+// motoCommand finds moto: moto_server on PATH, or python3 -m moto.server.
+func motoCommand() (string, []string, bool) {
+	if p, err := exec.LookPath("moto_server"); err == nil {
+		return p, nil, true
+	}
+	if p, err := exec.LookPath("python3"); err == nil && exec.Command(p, "-c", "import moto.server").Run() == nil {
+		return p, []string{"-m", "moto.server"}, true
+	}
+	return "", nil, false
+}
+
+// motoStart is a moto_server being started in the background.
+type motoStart struct {
+	ready   chan struct{} // closed when url, err or missing is set
+	url     string
+	err     error
+	missing bool
+	stopFn  func()
+}
+
+var early *motoStart
+
+func (m *motoStart) stop() {
+	<-m.ready
+	if m.stopFn != nil {
+		m.stopFn()
+		m.stopFn = nil
+	}
+}
+
+// startMotoEarly starts moto in the background and, once it serves, sends
+// one request to each service the tests use (moto loads a service's code
+// on its first request).
+func startMotoEarly() *motoStart {
+	ms := &motoStart{ready: make(chan struct{})}
+	go func() {
+		defer close(ms.ready)
+		cmd, args, ok := motoCommand()
+		if !ok {
+			ms.missing = true
+			return
+		}
+		ms.url, ms.stopFn, ms.err = startMoto(cmd, args)
+		if ms.err == nil {
+			warmUp(ms.url)
+		}
+	}()
+	return ms
+}
+
+var motoURL = regexp.MustCompile(`Running on (http://127\.0\.0\.1:\d+)`)
+
+// startMoto starts moto_server on 127.0.0.1 with port 0 (the kernel picks
+// a free one) and reads the URL it logs.
+func startMoto(name string, args []string) (string, func(), error) {
+	cmd := exec.Command(name, append(args, "-H", "127.0.0.1", "-p", "0")...)
+	// Its own process group: the pyenv shim or python wrapper and the
+	// server it runs are stopped together, by the pid started here.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		return "", nil, err
+	}
+	cmd.Stdout = io.Discard
+	if err := cmd.Start(); err != nil {
+		return "", nil, fmt.Errorf("start moto: %w", err)
+	}
+	urlc := make(chan string, 1)
+	var mu sync.Mutex
+	var head []string // what moto printed before its URL, for errors
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		found := false
+		for sc.Scan() {
+			line := sc.Text()
+			if !found {
+				if m := motoURL.FindStringSubmatch(line); m != nil {
+					found = true
+					urlc <- m[1]
+					continue
+				}
+				mu.Lock()
+				head = append(head, line)
+				mu.Unlock()
+			}
+			// Request logs are dropped.
+		}
+		if !found {
+			close(urlc)
+		}
+	}()
+	stop := func() { stopProcess(cmd, true) }
+	select {
+	case url, ok := <-urlc:
+		if !ok {
+			stop()
+			mu.Lock()
+			defer mu.Unlock()
+			return "", nil, fmt.Errorf("moto exited before serving: %s", strings.Join(head, "\n"))
+		}
+		return url, stop, nil
+	case <-time.After(60 * time.Second):
+		stop()
+		return "", nil, fmt.Errorf("moto did not start within 60 s")
+	}
+}
+
+// stopProcess stops a process this package started: SIGTERM (to its
+// process group when it has its own), SIGKILL after 5 s.
+func stopProcess(cmd *exec.Cmd, group bool) {
+	pid := cmd.Process.Pid
+	signal := func(s syscall.Signal) {
+		if group {
+			_ = syscall.Kill(-pid, s)
+		} else {
+			_ = cmd.Process.Signal(s)
+		}
+	}
+	signal(syscall.SIGTERM)
+	done := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		signal(syscall.SIGKILL)
+		<-done
 	}
 }
 
@@ -135,7 +445,7 @@ func setDefault(k, v string) {
 	}
 }
 
-// Config loads the SDK configuration from the environment Start set.
+// Config loads the SDK configuration from the environment the leg set.
 func Config(t testing.TB) aws.Config {
 	t.Helper()
 	cfg, err := config.LoadDefaultConfig(context.Background())

@@ -3,13 +3,19 @@ package awstest
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/config"
+	"github.com/aws/aws-sdk-go-v2/credentials"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/scheduler"
 	schedtypes "github.com/aws/aws-sdk-go-v2/service/scheduler/types"
 	"github.com/aws/aws-sdk-go-v2/service/sqs"
 	sqstypes "github.com/aws/aws-sdk-go-v2/service/sqs/types"
+	"github.com/aws/aws-sdk-go-v2/service/sts"
 )
 
 // FIFOQueue creates a FIFO eval queue as the templates declare it
@@ -40,4 +46,29 @@ func ScheduleGroup(t testing.TB, client *scheduler.Client, name string) {
 	if err != nil && !errors.As(err, &conflict) {
 		t.Fatalf("create schedule group %s: %v", name, err)
 	}
+}
+
+// warmUp sends one cheap request to each service the tests use; errors
+// are ignored (the tests report real ones).
+func warmUp(url string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cfg, err := config.LoadDefaultConfig(ctx, config.WithBaseEndpoint(url), config.WithRegion("us-east-1"),
+		config.WithCredentialsProvider(credentials.NewStaticCredentialsProvider("test", "test", "")))
+	if err != nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, f := range []func(){
+		func() { _, _ = dynamodb.NewFromConfig(cfg).ListTables(ctx, &dynamodb.ListTablesInput{}) },
+		func() { _, _ = sqs.NewFromConfig(cfg).ListQueues(ctx, &sqs.ListQueuesInput{}) },
+		func() {
+			_, _ = scheduler.NewFromConfig(cfg).ListScheduleGroups(ctx, &scheduler.ListScheduleGroupsInput{})
+		},
+		func() { _, _ = sts.NewFromConfig(cfg).GetCallerIdentity(ctx, &sts.GetCallerIdentityInput{}) },
+	} {
+		wg.Add(1)
+		go func() { defer wg.Done(); f() }()
+	}
+	wg.Wait()
 }

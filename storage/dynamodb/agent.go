@@ -42,6 +42,9 @@ func (s *Store) AgentAssignments(ctx context.Context, nodeID string) ([]*structs
 	}
 	out := make([]*structs.Allocation, 0, len(items))
 	for _, it := range items {
+		if s.valueless(nodeID, it) {
+			continue
+		}
 		a, err := decode[structs.Allocation](getB(it, "v"))
 		if err != nil {
 			return nil, 0, fmt.Errorf("assignment %s: %w", getS(it, "SK"), err)

@@ -194,6 +194,9 @@ func (s *Store) AllocsByNode(ctx context.Context, nodeID string) ([]*structs.All
 	}
 	keys := make([]item, 0, len(assigns))
 	for _, it := range assigns {
+		if s.valueless(nodeID, it) {
+			continue
+		}
 		keys = append(keys, key(jobPK(getS(it, "ns"), getS(it, "jid")), getS(it, "SK")))
 	}
 	items, err := s.batchGet(ctx, keys)
@@ -250,6 +253,9 @@ func (s *Store) updateAllocsFromClient(ctx context.Context, nodeID string, updat
 	var masterKeys []item
 	for _, u := range updates {
 		it := assigns[keyString(key(nodePK(nodeID), allocSK(u.ID)))]
+		if it != nil && s.valueless(nodeID, it) {
+			it = nil
+		}
 		if it == nil {
 			// Not assigned to this node: another node's alloc is refused,
 			// an unknown one skipped (garbage collected meanwhile).

@@ -151,6 +151,37 @@ func (u *unit) merge(o *unit) {
 	}
 }
 
+// updateSize is what an UpdateItem action counts toward a chunk's bytes:
+// the counter items updates touch (node, node index, job head) are under
+// 1 KB (TestItemSizes); a deployment's update adds its blob.
+const updateSize = 1024
+
+// unitBytes bounds the items of one unit (bytes as DynamoDB counts them),
+// leaving room in its chunk for the counter items and the job head.
+const unitBytes = chunkBytes - 100_000
+
+// splitRuns groups an alloc's pair of item writes (master, assignment), in
+// order, into runs [start, end) of at most maxAllocs pairs whose items add
+// up to at most maxBytes: each assignment carries its group's job, so a
+// large job fills a transaction's 4 MB long before its 100 actions. A pair
+// larger than maxBytes has a run of its own.
+func splitRuns(pairs [][2]action, maxAllocs, maxBytes int) [][2]int {
+	var runs [][2]int
+	start, bytes := 0, 0
+	for i, p := range pairs {
+		n := p[0].size + p[1].size
+		if i > start && (i-start >= maxAllocs || bytes+n > maxBytes) {
+			runs = append(runs, [2]int{start, i})
+			start, bytes = i, 0
+		}
+		bytes += n
+	}
+	if start < len(pairs) {
+		runs = append(runs, [2]int{start, len(pairs)})
+	}
+	return runs
+}
+
 // pack merges units into chunks in order. fixed is the number of actions
 // every chunk carries besides its units (the plan's head).
 func pack(units []*unit, maxActions int) []*unit {
@@ -221,7 +252,7 @@ func (s *Store) update(k item, expr, cond string, names map[string]string, vals 
 	if len(vals) == 0 {
 		u.ExpressionAttributeValues = nil
 	}
-	return action{item: types.TransactWriteItem{Update: u}, desc: desc, size: 300}
+	return action{item: types.TransactWriteItem{Update: u}, desc: desc, size: updateSize}
 }
 
 func (s *Store) put(it item, cond string, vals item, desc string) action {

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
 	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/structs"
 )
@@ -221,4 +224,31 @@ func (s *Store) addEvals(ctx context.Context, u *unit, idx uint64, evals []*stru
 		h.seen = true
 	}
 	return nil
+}
+
+// StartEvalAttempt counts one real attempt at evaluating an eval, when its
+// evaluation starts: an UpdateItem ADD of the eval item's `att`, conditional
+// on the eval existing and not being terminal. It returns the attempts
+// counted since the eval was last written (every write of an eval, such as
+// its status at the end of an evaluation, replaces the item and so starts
+// the count again), or 0 when the eval is terminal or unknown (nothing is
+// counted). Unlike SQS's ApproximateReceiveCount, deliveries handed back
+// unprocessed and throttled deliveries are not counted.
+func (s *Store) StartEvalAttempt(ctx context.Context, namespace, jobID, evalID string) (int, error) {
+	out, err := s.db.UpdateItem(ctx, startAttemptInput(s.table, namespace, jobID, evalID))
+	if kind, _ := classify(err); kind == failCondition {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, wrapErr(err, "count an attempt of eval "+evalID)
+	}
+	return int(getN(out.Attributes, "att")), nil
+}
+
+func startAttemptInput(table, namespace, jobID, evalID string) *dynamodb.UpdateItemInput {
+	return &dynamodb.UpdateItemInput{TableName: &table, Key: key(jobPK(namespace, jobID), evalSK(evalID)),
+		UpdateExpression:          aws.String("ADD att :one"),
+		ConditionExpression:       aws.String("attribute_exists(PK) AND trm = :f"),
+		ExpressionAttributeValues: item{":one": avN(1), ":f": avBool(false)},
+		ReturnValues:              types.ReturnValueUpdatedNew}
 }

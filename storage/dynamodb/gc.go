@@ -256,13 +256,19 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		if n.Status != structs.NodeStatusDown || time.Unix(n.StatusUpdatedAt, 0).UnixNano() >= gc.cutoff {
 			continue
 		}
-		out, err := gc.s.db.Query(ctx, &dynamodb.QueryInput{TableName: &gc.s.table, ConsistentRead: aws.Bool(true), Limit: aws.Int32(1),
-			KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :p)"),
-			ExpressionAttributeValues: item{":pk": avS(nodePK(n.ID)), ":p": avS("ALLOC#")}})
-		if err != nil {
-			return wrapErr(err, "allocs of node "+n.ID)
+		// Assignments only: items holding nothing but an agent's
+		// heartbeat attributes do not keep a node.
+		in := prefixQuery(gc.s.table, nodePK(n.ID), "ALLOC#", true)
+		in.FilterExpression, in.Select = aws.String("attribute_exists(v)"), types.SelectCount
+		assigned := false
+		for p := dynamodb.NewQueryPaginator(gc.s.db, in); p.HasMorePages() && !assigned; {
+			page, err := p.NextPage(ctx)
+			if err != nil {
+				return wrapErr(err, "allocs of node "+n.ID)
+			}
+			assigned = page.Count > 0
 		}
-		if len(out.Items) > 0 {
+		if assigned {
 			continue
 		}
 		if err := gc.s.deleteKeys(ctx, []item{key(nodePK(n.ID), skMeta), key(nodePK(n.ID), skIdx), key(nodePK(n.ID), skHB)}); err != nil {

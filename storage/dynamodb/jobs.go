@@ -182,6 +182,11 @@ func (s *Store) RegisterJob(ctx context.Context, req *storage.RegisterJobRequest
 	if err != nil {
 		return nil, fmt.Errorf("register job %s/%s: %w", job.Namespace, job.ID, err)
 	}
+	if req.Submission != nil {
+		if err := s.putSubmission(ctx, res.Job, req.Submission); err != nil {
+			return nil, fmt.Errorf("register job %s/%s: %w", job.Namespace, job.ID, err)
+		}
+	}
 	return res, nil
 }
 

@@ -4,9 +4,11 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strings"
 
 	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/structs"
+	"go.uber.org/zap"
 )
 
 // nodeRecord is a decoded node item: the node and its usage counters.
@@ -28,10 +30,23 @@ func decodeNode(it item) (*nodeRecord, error) {
 
 func (s *Store) readNode(ctx context.Context, id string) (*nodeRecord, error) {
 	it, err := s.get(ctx, nodePK(id), skMeta, true)
-	if err != nil || it == nil {
+	if err != nil || it == nil || s.valueless(id, it) {
 		return nil, err
 	}
 	return decodeNode(it)
+}
+
+// valueless reports (and logs) an item of a node's partition without a
+// value `v`. The node agent's policy lets it write its heartbeat attributes
+// to any item of its own partition, so an item holding only those may
+// exist where drover's items live; such items are ignored, never decoded.
+func (s *Store) valueless(nodeID string, it item) bool {
+	if has(it, "v") {
+		return false
+	}
+	s.log.Warn("ignoring an item without a value in a node's partition (written by its node agent?)",
+		zap.String("node_id", nodeID), zap.String("sk", getS(it, "SK")))
+	return true
 }
 
 // nodeAction is the write of n over rec (nil: a new node), keeping the
@@ -91,6 +106,7 @@ func (s *Store) UpsertNode(ctx context.Context, node *structs.Node) (*structs.No
 			n.SchedulingEligibility = rec.node.SchedulingEligibility
 			n.Drain = rec.node.Drain
 			n.DrainStrategy = rec.node.DrainStrategy
+			n.Events = rec.node.Events
 		} else {
 			n.CreateIndex = idx
 			if n.SchedulingEligibility == "" {
@@ -171,6 +187,9 @@ func (s *Store) nodeRecords(ctx context.Context, prefix string) ([]*nodeRecord, 
 	}
 	out := make([]*nodeRecord, 0, len(items))
 	for _, it := range items {
+		if s.valueless(strings.TrimPrefix(getS(it, "PK"), "NODE#"), it) {
+			continue
+		}
 		rec, err := decodeNode(it)
 		if err != nil {
 			return nil, err

@@ -249,14 +249,18 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	}
 	for _, nodeID := range nodeOrder {
 		ids := byNode[nodeID]
-		for start := 0; start < len(ids); start += perUnit {
+		acts := make([][2]action, len(ids))
+		for i, id := range ids {
+			a := changed[id]
+			master, assign := allocItems(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion))
+			acts[i] = [2]action{s.put(master, "mi = :pmi", item{":pmi": avU(st.masters[id].mi)}, fmt.Sprintf("alloc %s changed since it was read", id)),
+				s.put(assign, "", nil, "assignment "+id)}
+		}
+		for _, run := range splitRuns(acts, perUnit, unitBytes) {
 			u := newUnit()
-			for _, id := range ids[start:min(start+perUnit, len(ids))] {
-				a := changed[id]
-				master, assign := allocItems(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion))
-				u.acts = append(u.acts,
-					s.put(master, "mi = :pmi", item{":pmi": avU(st.masters[id].mi)}, fmt.Sprintf("alloc %s changed since it was read", id)),
-					s.put(assign, "", nil, "assignment "+id))
+			for i := run[0]; i < run[1]; i++ {
+				id, a := ids[i], changed[ids[i]]
+				u.acts = append(u.acts, acts[i][0], acts[i][1])
 				if holdBefore[id] && !a.HoldsResources() {
 					r := a.AllocatedResources.Comparable()
 					if st.nodes[nodeID] != nil {
@@ -322,15 +326,19 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	}
 	for _, nodeID := range placeOrder {
 		list := placeNodes[nodeID]
-		for start := 0; start < len(list); start += perUnit {
+		acts := make([][2]action, len(list))
+		for i, a := range list {
+			master, assign := allocItems(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion))
+			acts[i] = [2]action{s.put(master, "attribute_not_exists(PK)", nil, fmt.Sprintf("alloc %s (%s) already exists", a.ID, a.Name)),
+				s.put(assign, "", nil, "assignment "+a.ID)}
+		}
+		for _, run := range splitRuns(acts, perUnit, unitBytes) {
 			u := newUnit()
 			d := u.node(nodeID)
 			d.place, d.setIdx = true, idx
-			for _, a := range list[start:min(start+perUnit, len(list))] {
-				master, assign := allocItems(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion))
-				u.acts = append(u.acts,
-					s.put(master, "attribute_not_exists(PK)", nil, fmt.Sprintf("alloc %s (%s) already exists", a.ID, a.Name)),
-					s.put(assign, "", nil, "assignment "+a.ID))
+			for i := run[0]; i < run[1]; i++ {
+				a := list[i]
+				u.acts = append(u.acts, acts[i][0], acts[i][1])
 				if a.HoldsResources() {
 					r := a.AllocatedResources.Comparable()
 					d.cpu += r.CPU

@@ -2,6 +2,8 @@ package dynamodb_test
 
 import (
 	"context"
+	crand "crypto/rand"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"sync"
@@ -11,6 +13,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+	"github.com/aws/smithy-go"
 	"github.com/aws/smithy-go/middleware"
 	"go.uber.org/zap/zaptest"
 
@@ -132,8 +135,12 @@ func (h *home) live(jobID string) []*structs.Allocation {
 // TestChunkedPlanCrashAfterChunk: a plan of 1,000 placements is committed
 // in chunks (≤ 100 actions each); a crash after chunk 3 leaves a partial
 // plan; the redelivered evaluation completes it with exactly 1,000 live
-// allocs, unique names, no node over-committed and no leaked capacity.
+// allocs, unique names, no node over-committed and no leaked capacity. On
+// moto the plan has 200 placements (still 5 chunks): its transactions copy
+// the table once per action, so 1,000 would take minutes.
 func TestChunkedPlanCrashAfterChunk(t *testing.T) {
+	t.Parallel()
+	count := awstest.OnMoto(1000, 200)
 	var chunks atomic.Int32
 	var crashed atomic.Bool
 	h := newHome(t, ddb.Config{AfterChunk: func(p *structs.Plan, k int) error {
@@ -146,13 +153,13 @@ func TestChunkedPlanCrashAfterChunk(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		h.node(fmt.Sprintf("node-%02d", i), 100*110, 1<<20) // room for 110 allocs of 100 MHz
 	}
-	evalID := h.register(testJob("big", 1000, 100))
+	evalID := h.register(testJob("big", count, 100))
 	err := h.eval.Process(ctx, evalID)
 	if err == nil || !crashed.Load() {
 		t.Fatalf("first run: want the injected crash, got %v", err)
 	}
 	partial := len(h.live("big"))
-	if partial == 0 || partial >= 1000 {
+	if partial == 0 || partial >= count {
 		t.Fatalf("after the crash %d allocs exist; want a partial plan", partial)
 	}
 	h.checkInvariants()
@@ -164,8 +171,8 @@ func TestChunkedPlanCrashAfterChunk(t *testing.T) {
 	if err := h.eval.Process(ctx, evalID); err != nil {
 		t.Fatalf("redelivered evaluation: %v", err)
 	}
-	if n := len(h.live("big")); n != 1000 {
-		t.Fatalf("after the re-run: %d live allocs, want 1000", n)
+	if n := len(h.live("big")); n != count {
+		t.Fatalf("after the re-run: %d live allocs, want %d", n, count)
 	}
 	h.checkInvariants()
 	if ev, _ := h.store.Eval(ctx, evalID); ev.Status != structs.EvalStatusComplete {
@@ -175,16 +182,18 @@ func TestChunkedPlanCrashAfterChunk(t *testing.T) {
 	if err := h.eval.Process(ctx, evalID); err != nil {
 		t.Fatal(err)
 	}
-	if n := len(h.live("big")); n != 1000 {
+	if n := len(h.live("big")); n != count {
 		t.Fatalf("after a third delivery: %d live allocs", n)
 	}
-	t.Logf("1,000 placements: %d chunks committed in all, partial plan had %d allocs", chunks.Load(), partial)
+	t.Logf("%d placements: %d chunks committed in all, partial plan had %d allocs", count, chunks.Load(), partial)
 }
 
 // TestRaceForLastRoom: two evaluations of different jobs compute their
 // plans at the same time for the one node's last room; one commits, the
 // other's capacity condition fails, it re-evaluates and ends blocked.
 func TestRaceForLastRoom(t *testing.T) {
+	t.Parallel()
+	awstest.SkipOnMoto(t, motoNoIsolation)
 	h := newHome(t, ddb.Config{})
 	h.node("n1", 1000, 1<<20)
 	fill := h.register(testJob("fill", 9, 100))
@@ -274,6 +283,7 @@ func reason(code string) error {
 // as storage.ErrRetryable / dynamodb.ErrThrottled; a failed condition is
 // storage.ErrConflict and not retried.
 func TestFailureKinds(t *testing.T) {
+	t.Parallel()
 	inj := &injector{}
 	client := ddb.NewClient(awstest.Config(t), inj.apply)
 	table := awstest.Name("drover-kinds")
@@ -338,6 +348,7 @@ func TestFailureKinds(t *testing.T) {
 // TestTokensDifferPerContent: two commits of plans that differ only in
 // content never share a request token (a re-run computes new tokens).
 func TestTokensDifferPerContent(t *testing.T) {
+	t.Parallel()
 	inj := &injector{}
 	client := ddb.NewClient(awstest.Config(t), inj.apply)
 	table := awstest.Name("drover-tokens")
@@ -358,4 +369,101 @@ func TestTokensDifferPerContent(t *testing.T) {
 		}
 		seen[tok] = true
 	}
+}
+
+// txSizeLimit is SDK middleware standing in for DynamoDB's 4 MB limit on
+// a transaction's items, which the emulators do not enforce: it refuses a
+// TransactWriteItems whose items add up to more, counted as DynamoDB
+// counts item sizes, and records the largest it let through.
+type txSizeLimit struct {
+	mu      sync.Mutex
+	largest int
+}
+
+func (l *txSizeLimit) apply(o *awsddb.Options) {
+	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
+		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("tx-size", func(ctx context.Context, p middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
+			if tw, ok := p.Parameters.(*awsddb.TransactWriteItemsInput); ok {
+				n := 0
+				for _, it := range tw.TransactItems {
+					switch {
+					case it.Put != nil:
+						n += attrsSize(it.Put.Item)
+					case it.Update != nil:
+						n += attrsSize(it.Update.Key) + attrsSize(it.Update.ExpressionAttributeValues)
+					case it.ConditionCheck != nil:
+						n += attrsSize(it.ConditionCheck.Key)
+					case it.Delete != nil:
+						n += attrsSize(it.Delete.Key)
+					}
+				}
+				if n > ddb.MaxTransactBytes {
+					return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "ValidationException",
+						Message: fmt.Sprintf("Transaction request size %d exceeds the 4 MB limit", n)}
+				}
+				l.mu.Lock()
+				l.largest = max(l.largest, n)
+				l.mu.Unlock()
+			}
+			return next.HandleInitialize(ctx, p)
+		}), middleware.After)
+	})
+}
+
+// attrsSize is the size of attributes by DynamoDB's rules (names plus
+// values; strings and binaries their length).
+func attrsSize(m map[string]types.AttributeValue) int {
+	n := 0
+	for k, v := range m {
+		n += len(k)
+		switch v := v.(type) {
+		case *types.AttributeValueMemberS:
+			n += len(v.Value)
+		case *types.AttributeValueMemberB:
+			n += len(v.Value)
+		case *types.AttributeValueMemberN:
+			n += len(v.Value)/2 + 1
+		default:
+			n++
+		}
+	}
+	return n
+}
+
+// TestLargeJobPlanChunksByBytes: each assignment carries its group's job,
+// so a job with a few hundred KB of incompressible env makes a plan's
+// items outgrow DynamoDB's 4 MB per transaction long before 100 actions;
+// the plan is chunked by bytes too and every alloc is placed.
+func TestLargeJobPlanChunksByBytes(t *testing.T) {
+	t.Parallel()
+	limit := &txSizeLimit{}
+	client := ddb.NewClient(awstest.Config(t), limit.apply)
+	table := awstest.Name("drover-large")
+	if err := ddb.CreateTable(ctx, client, table); err != nil {
+		t.Fatal(err)
+	}
+	s := ddb.New(client, ddb.Config{Table: table})
+	log := zaptest.NewLogger(t)
+	h := &home{t: t, store: s, service: controlplane.New(controlplane.Config{Store: s, Logger: log}),
+		eval: &scheduler.Evaluator{State: s, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
+			RescheduleTracker: reconcile.NextRescheduleTracker, Logger: log}}
+	h.node("n1", 100*100, 1<<20)
+	job := testJob("large", 30, 100)
+	noise := make([]byte, 220<<10)
+	if _, err := crand.Read(noise); err != nil {
+		t.Fatal(err)
+	}
+	job.TaskGroups[0].Tasks[0].Env = map[string]string{"BLOB": base64.StdEncoding.EncodeToString(noise)} // ~290 KB, ~220 KB gzipped
+	if err := h.eval.Process(ctx, h.register(job)); err != nil {
+		t.Fatalf("evaluate a job of 30 allocs with ~220 KB assignments each: %v", err)
+	}
+	if n := len(h.live("large")); n != 30 {
+		t.Fatalf("%d live allocs, want 30", n)
+	}
+	h.checkInvariants()
+	assigned, err := s.AllocsByNode(ctx, "n1")
+	if err != nil || len(assigned) != 30 {
+		t.Fatalf("node's allocs: %d %v", len(assigned), err)
+	}
+	t.Logf("largest transaction: %d bytes of items (limit %d)", limit.largest, ddb.MaxTransactBytes)
 }

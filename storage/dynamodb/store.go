@@ -356,23 +356,74 @@ func key(pk, sk string) item { return item{"PK": avS(pk), "SK": avS(sk)} }
 
 func keyString(it item) string { return getS(it, "PK") + "\x00" + getS(it, "SK") }
 
-// itemSize approximates DynamoDB's item size: names plus values.
+// itemSize is an item's size as DynamoDB counts it (for the 400 KB item
+// and 4 MB transaction limits and for capacity units): the UTF-8 length
+// of each attribute name plus its value's size.
 func itemSize(it item) int {
 	n := 0
 	for k, v := range it {
-		n += len(k)
-		switch v := v.(type) {
-		case *types.AttributeValueMemberS:
-			n += len(v.Value)
-		case *types.AttributeValueMemberN:
-			n += len(v.Value)/2 + 1
-		case *types.AttributeValueMemberB:
-			n += len(v.Value)
-		default:
-			n++
-		}
+		n += len(k) + valueSize(v)
 	}
 	return n
+}
+
+// valueSize is one attribute value's size by DynamoDB's rules: strings
+// and binaries their length; numbers 1 byte per two significant digits
+// plus 1; booleans and nulls 1; lists and maps 3 bytes plus 1 per element
+// plus the elements (map keys included); sets the sum of their members.
+func valueSize(v types.AttributeValue) int {
+	switch v := v.(type) {
+	case *types.AttributeValueMemberS:
+		return len(v.Value)
+	case *types.AttributeValueMemberB:
+		return len(v.Value)
+	case *types.AttributeValueMemberN:
+		return numberSize(v.Value)
+	case *types.AttributeValueMemberSS:
+		n := 0
+		for _, s := range v.Value {
+			n += len(s)
+		}
+		return n
+	case *types.AttributeValueMemberBS:
+		n := 0
+		for _, b := range v.Value {
+			n += len(b)
+		}
+		return n
+	case *types.AttributeValueMemberNS:
+		n := 0
+		for _, s := range v.Value {
+			n += numberSize(s)
+		}
+		return n
+	case *types.AttributeValueMemberL:
+		n := 3
+		for _, e := range v.Value {
+			n += 1 + valueSize(e)
+		}
+		return n
+	case *types.AttributeValueMemberM:
+		n := 3
+		for k, e := range v.Value {
+			n += 1 + len(k) + valueSize(e)
+		}
+		return n
+	}
+	return 1 // BOOL, NULL
+}
+
+// numberSize counts a number's significant digits (leading and trailing
+// zeros trimmed): 1 byte per two, plus 1.
+func numberSize(s string) int {
+	digits := strings.Map(func(r rune) rune {
+		if r >= '0' && r <= '9' {
+			return r
+		}
+		return -1
+	}, strings.SplitN(strings.ToLower(s), "e", 2)[0])
+	digits = strings.Trim(digits, "0")
+	return (len(digits)+1)/2 + 1
 }
 
 // Encoding of the large values: gzip-compressed JSON.
@@ -473,14 +524,26 @@ func (s *Store) get(ctx context.Context, pk, sk string, consistent bool) (item, 
 	return out.Item, nil
 }
 
-// queryPrefix reads every item of partition pk whose SK starts with prefix,
-// strongly consistent, in SK order.
+// queryPrefix reads every item of partition pk whose SK starts with prefix
+// (every item when prefix is empty), strongly consistent, in SK order.
 func (s *Store) queryPrefix(ctx context.Context, pk, prefix string, forward bool) ([]item, error) {
-	return s.query(ctx, &dynamodb.QueryInput{
-		TableName: &s.table, ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
-		KeyConditionExpression:    aws.String("PK = :pk AND begins_with(SK, :p)"),
-		ExpressionAttributeValues: item{":pk": avS(pk), ":p": avS(prefix)},
-	})
+	return s.query(ctx, prefixQuery(s.table, pk, prefix, forward))
+}
+
+// prefixQuery is the Query of partition pk's items whose SK starts with
+// prefix. DynamoDB refuses an empty string as a key attribute value, also
+// in begins_with, so an empty prefix queries the whole partition.
+func prefixQuery(table, pk, prefix string, forward bool) *dynamodb.QueryInput {
+	in := &dynamodb.QueryInput{
+		TableName: &table, ConsistentRead: aws.Bool(true), ScanIndexForward: aws.Bool(forward),
+		KeyConditionExpression:    aws.String("PK = :pk"),
+		ExpressionAttributeValues: item{":pk": avS(pk)},
+	}
+	if prefix != "" {
+		in.KeyConditionExpression = aws.String("PK = :pk AND begins_with(SK, :p)")
+		in.ExpressionAttributeValues[":p"] = avS(prefix)
+	}
+	return in
 }
 
 func (s *Store) query(ctx context.Context, in *dynamodb.QueryInput) ([]item, error) {

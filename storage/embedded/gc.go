@@ -183,6 +183,9 @@ func (gc *collector) deleteJob(j *structs.Job) error {
 	if err := deletePrefix(tx.Bucket(bJobVersions), prefixKey(j.Namespace, j.ID)); err != nil {
 		return err
 	}
+	if err := deletePrefix(tx.Bucket(bSubmissions), prefixKey(j.Namespace, j.ID)); err != nil {
+		return err
+	}
 	gc.w.touch(storage.TableJobs)
 	return tx.Bucket(bJobs).Delete(key(j.Namespace, j.ID))
 }
@@ -380,6 +383,9 @@ func (gc *collector) orphanVersions() error {
 	}
 	for _, k := range doomed {
 		if err := tx.Bucket(bJobVersions).Delete(k); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bSubmissions).Delete(k); err != nil {
 			return err
 		}
 	}

@@ -38,6 +38,13 @@ func (s *Store) RegisterJob(ctx context.Context, req *storage.RegisterJobRequest
 		if err != nil {
 			return err
 		}
+		if req.Submission != nil {
+			sub := *req.Submission
+			sub.Namespace, sub.JobID, sub.Version, sub.JobModifyIndex = written.Namespace, written.ID, written.Version, written.JobModifyIndex
+			if err := putJSON(w.tx.Bucket(bSubmissions), versionKey(written.Namespace, written.ID, written.Version), &sub); err != nil {
+				return err
+			}
+		}
 		eval := req.Eval.Copy()
 		eval.JobModifyIndex = written.JobModifyIndex
 		if err := w.upsertEval(eval); err != nil {
@@ -152,6 +159,9 @@ func (w *wtx) pruneVersions(ns, id string) error {
 			continue
 		}
 		if err := vb.Delete(k); err != nil {
+			return err
+		}
+		if err := w.tx.Bucket(bSubmissions).Delete(k); err != nil {
 			return err
 		}
 	}

@@ -19,8 +19,21 @@ import (
 // Factory returns a fresh, empty store; the suite closes it.
 type Factory func(t *testing.T) storage.Store
 
+// Option changes how Run runs the suite.
+type Option func(*options)
+
+type options struct{ parallel bool }
+
+// Parallel runs the suite's tests in parallel (each has its own store): for
+// backends whose calls wait on a server, such as DynamoDB on an emulator.
+func Parallel() Option { return func(o *options) { o.parallel = true } }
+
 // Run runs every conformance test against stores made by newStore.
-func Run(t *testing.T, newStore Factory) {
+func Run(t *testing.T, newStore Factory, opts ...Option) {
+	var o options
+	for _, opt := range opts {
+		opt(&o)
+	}
 	tests := []struct {
 		name string
 		fn   func(t *testing.T, s storage.Store)
@@ -53,9 +66,16 @@ func Run(t *testing.T, newStore Factory) {
 		{"ClientTerminalReportReplacesLost", testTerminalReportReplacesLost},
 		{"EvalStatusFilter", testEvalStatusFilter},
 		{"ActiveDeployments", testActiveDeployments},
+		{"JobSubmissions", testJobSubmissions},
+		{"NodeEvents", testNodeEvents},
+		{"Namespaces", testNamespaces},
+		{"SchedulerConfig", testSchedulerConfig},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
+			if o.parallel {
+				t.Parallel()
+			}
 			s := newStore(t)
 			defer s.Close()
 			defer func() {

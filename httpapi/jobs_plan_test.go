@@ -1,0 +1,125 @@
+package httpapi_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/drover-sched/drover/httpapi"
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+func (e *env) addNode(id string) {
+	e.t.Helper()
+	_, err := e.store.UpsertNode(context.Background(), &structs.Node{ID: id, Name: id, Datacenter: "dc1", NodePool: "default",
+		Status: structs.NodeStatusReady, SchedulingEligibility: structs.NodeSchedulingEligible,
+		Attributes:    map[string]string{"kernel.name": "linux"},
+		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 4000}, Memory: structs.NodeMemoryResources{MemoryMB: 8192}, Disk: structs.NodeDiskResources{DiskMB: 100000}},
+		Drivers:       map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}}})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *env) plan(body []byte) (*httpapi.JobPlanResponse, int, string) {
+	e.t.Helper()
+	resp, out := e.do(http.MethodPut, "/v1/job/web/plan", body)
+	if resp.StatusCode != 200 {
+		return nil, resp.StatusCode, out
+	}
+	var p httpapi.JobPlanResponse
+	if err := json.Unmarshal([]byte(out), &p); err != nil {
+		e.t.Fatalf("plan response: %v: %s", err, out)
+	}
+	return &p, 200, out
+}
+
+func planBody(t *testing.T, job []byte, diff bool) []byte {
+	var m map[string]any
+	if err := json.Unmarshal(job, &m); err != nil {
+		t.Fatal(err)
+	}
+	m["Diff"] = diff
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// TestJobPlan: a plan runs reconcile and placement and writes nothing: a
+// new job is an Added diff placing its count; a count change is an Edited
+// Count field that forces creates; with no room, FailedTGAllocs explains
+// why; JobModifyIndex is the current job's.
+func TestJobPlan(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	// No node: the placements fail.
+	p, code, out := e.plan(planBody(t, []byte(goodJob), true))
+	if code != 200 || p.FailedTGAllocs["web"] == nil || p.Annotations.DesiredTGUpdates["web"].Place != 2 {
+		t.Fatalf("plan without nodes: %d %s", code, out)
+	}
+	e.addNode("n1")
+	p, _, out = e.plan(planBody(t, []byte(goodJob), true))
+	if p.FailedTGAllocs != nil || p.Diff.Type != structs.DiffTypeAdded || p.JobModifyIndex != 0 || p.Diff.TaskGroups[0].Updates["create"] != 2 {
+		t.Fatalf("plan of a new job: %s", out)
+	}
+	if jobs, _ := e.store.Jobs(ctx, "*", ""); len(jobs) != 0 {
+		t.Fatalf("a plan registered the job: %v", jobs)
+	}
+	if evals, _ := e.store.Evals(ctx, storage.EvalFilter{}); len(evals) != 0 {
+		t.Fatalf("a plan wrote evals: %d", len(evals))
+	}
+	resp, body := e.do(http.MethodPut, "/v1/jobs", []byte(goodJob))
+	var reg httpapi.JobRegisterResponse
+	_ = json.Unmarshal([]byte(body), &reg)
+	if resp.StatusCode != 200 {
+		t.Fatalf("register: %s", body)
+	}
+	three := mutate(t, func(j map[string]any) { group(j)["Count"] = 3 })
+	p, _, out = e.plan(planBody(t, three, true))
+	if p.Diff.Type != structs.DiffTypeEdited || p.JobModifyIndex != reg.JobModifyIndex {
+		t.Fatalf("plan of a count change: %s", out)
+	}
+	var count *structs.FieldDiff
+	for _, f := range p.Diff.TaskGroups[0].Fields {
+		if f.Name == "Count" {
+			count = f
+		}
+	}
+	if count == nil || count.Old != "2" || count.New != "3" || count.Type != structs.DiffTypeEdited ||
+		len(count.Annotations) != 1 || count.Annotations[0] != "forces create" {
+		t.Fatalf("count diff: %+v", count)
+	}
+	// Without Diff, no diff.
+	if p, _, out = e.plan(planBody(t, three, false)); p.Diff != nil || p.Annotations == nil {
+		t.Fatalf("plan without diff: %s", out)
+	}
+	if j, _ := e.store.Job(ctx, "default", "web"); j.TaskGroups[0].Count != 2 {
+		t.Fatal("a plan changed the job")
+	}
+}
+
+// TestJobPlanBadInput: a plan's job is validated as a registration's:
+// 400 naming the field; a path/job ID mismatch or an unknown namespace is
+// a 400 too.
+func TestJobPlanBadInput(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		path string
+		body []byte
+		want string
+	}{
+		{"/v1/job/web/plan", planBody(t, mutate(t, func(j map[string]any) { group(j)["Count"] = -1 }), true), "Count"},
+		{"/v1/job/web/plan", []byte(`{"Job": {"ID": "web"}, "Dif": true}`), "Dif"},
+		{"/v1/job/web/plan", []byte(`{"Diff": true}`), "Job"},
+		{"/v1/job/other/plan", planBody(t, []byte(goodJob), true), "Job.ID"},
+		{"/v1/job/web/plan?namespace=nope", planBody(t, []byte(goodJob), true), "namespace"},
+	}
+	for _, c := range cases {
+		resp, body := e.do(http.MethodPut, c.path, c.body)
+		if resp.StatusCode != 400 || !strings.Contains(body, c.want) {
+			t.Errorf("PUT %s: %d %q, want 400 naming %s", c.path, resp.StatusCode, body, c.want)
+		}
+	}
+}

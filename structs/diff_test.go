@@ -1,0 +1,94 @@
+package structs
+
+import (
+	"testing"
+	"time"
+)
+
+func diffTestJob() *Job {
+	return &Job{ID: "web", Name: "web", Namespace: "default", Type: JobTypeService, Priority: 50,
+		Datacenters: []string{"dc1"}, Meta: map[string]string{"team": "a"},
+		TaskGroups: []*TaskGroup{{Name: "web", Count: 2, Tasks: []*Task{{Name: "server", Driver: "raw_exec",
+			Config: map[string]any{"command": "/bin/sleep", "args": []any{"100"}}, KillTimeout: 5 * time.Second,
+			Resources: &Resources{CPU: 100, MemoryMB: 64}}}}}}
+}
+
+func findField(fs []*FieldDiff, name string) *FieldDiff {
+	for _, f := range fs {
+		if f.Name == name {
+			return f
+		}
+	}
+	return nil
+}
+
+func findObject(os []*ObjectDiff, name string) *ObjectDiff {
+	for _, o := range os {
+		if o.Name == name {
+			return o
+		}
+	}
+	return nil
+}
+
+// TestDiffJobs: the diff names each changed field with its old and new
+// text and Nomad's type (Added, Deleted, Edited), per job, group, task
+// and nested object; server-side fields are not in it; an unchanged job
+// is None.
+func TestDiffJobs(t *testing.T) {
+	cur := diffTestJob()
+	if d := DiffJobs(cur, diffTestJob(), false); d.Type != DiffTypeNone || len(d.Fields) != 0 {
+		t.Fatalf("same job: %+v", d)
+	}
+	next := diffTestJob()
+	next.Version, next.JobModifyIndex = 7, 99 // server-side: ignored
+	next.Priority = 70
+	next.Datacenters = []string{"dc1", "dc2"}
+	next.Meta = map[string]string{"team": "b", "tier": "web"}
+	next.TaskGroups[0].Count = 3
+	next.TaskGroups[0].Tasks[0].Config["args"] = []any{"200"}
+	next.TaskGroups = append(next.TaskGroups, &TaskGroup{Name: "api", Count: 1, Tasks: []*Task{{Name: "a", Driver: "raw_exec"}}})
+	d := DiffJobs(cur, next, false)
+	if d.Type != DiffTypeEdited || d.ID != "web" {
+		t.Fatalf("type %s id %s", d.Type, d.ID)
+	}
+	if f := findField(d.Fields, "Priority"); f == nil || f.Type != DiffTypeEdited || f.Old != "50" || f.New != "70" {
+		t.Fatalf("priority: %+v", f)
+	}
+	if f := findField(d.Fields, "Version"); f != nil {
+		t.Fatalf("server field in the diff: %+v", f)
+	}
+	if f := findField(d.Fields, "Meta[team]"); f == nil || f.Type != DiffTypeEdited || f.Old != "a" || f.New != "b" {
+		t.Fatalf("meta edited: %+v", f)
+	}
+	if f := findField(d.Fields, "Meta[tier]"); f == nil || f.Type != DiffTypeAdded || f.New != "web" {
+		t.Fatalf("meta added: %+v", f)
+	}
+	dc := findObject(d.Objects, "Datacenters")
+	if dc == nil || dc.Type != DiffTypeEdited || len(dc.Fields) != 1 || dc.Fields[0].Type != DiffTypeAdded || dc.Fields[0].New != "dc2" {
+		t.Fatalf("datacenters: %+v", dc)
+	}
+	if len(d.TaskGroups) != 2 || d.TaskGroups[0].Name != "api" || d.TaskGroups[0].Type != DiffTypeAdded {
+		t.Fatalf("groups: %+v", d.TaskGroups)
+	}
+	web := d.TaskGroups[1]
+	if f := findField(web.Fields, "Count"); web.Type != DiffTypeEdited || f == nil || f.Old != "2" || f.New != "3" {
+		t.Fatalf("group web: %+v", web)
+	}
+	task := web.Tasks[0]
+	cfg := findObject(task.Objects, "Config")
+	if task.Type != DiffTypeEdited || cfg == nil || cfg.Type != DiffTypeEdited {
+		t.Fatalf("task config: %+v", task)
+	}
+	if args := findObject(cfg.Objects, "args"); args == nil || len(changedFields(args.Fields)) != 2 {
+		t.Fatalf("args: %+v", args)
+	}
+	// Contextual diffs list unchanged fields too, as None.
+	c := DiffJobs(cur, next, true)
+	if f := findField(c.Fields, "Name"); f == nil || f.Type != DiffTypeNone || f.Old != "web" {
+		t.Fatalf("contextual: %+v", f)
+	}
+	if n := DiffJobs(nil, cur, false); n.Type != DiffTypeAdded || n.TaskGroups[0].Type != DiffTypeAdded {
+		t.Fatalf("new job: %+v", n)
+	}
+}
