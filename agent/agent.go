@@ -183,9 +183,12 @@ func (a *Agent) newClient() error {
 		}
 		cp = c
 	}
-	var drivers []string
-	if a.cfg.EnableRawExec {
-		drivers = []string{"raw_exec"}
+	var drivers []string // the node agent's defaults in dev mode
+	if !a.cfg.Dev {
+		drivers = nodeagent.DefaultDrivers(false)
+		if a.cfg.EnableRawExec {
+			drivers = append(drivers, nodeagent.DriverRawExec)
+		}
 	}
 	node, err := nodeagent.New(cp, nodeagent.Config{
 		DataDir: filepath.Join(a.cfg.DataDir, "client"), NodeName: a.cfg.NodeName, Datacenter: a.cfg.Datacenter,

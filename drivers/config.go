@@ -166,7 +166,7 @@ func (d *decoder) decodeStruct(path string, raw map[string]any, v reflect.Value)
 			keys = append(keys, f.key)
 		}
 		sort.Strings(keys)
-		d.fail(join(path, k), "is not a %s option drover supports (options: %s)", d.driver, strings.Join(keys, ", "))
+		d.fail(join(path, k), "is not %s %s option drover supports (options: %s)", article(d.driver), d.driver, strings.Join(keys, ", "))
 	}
 }
 
@@ -401,4 +401,12 @@ func listOf(elem reflect.Type) string {
 		return " of blocks"
 	}
 	return ""
+}
+
+// article is "a" or "an" before word.
+func article(word string) string {
+	if word != "" && strings.ContainsRune("aeiou", rune(word[0])) {
+		return "an"
+	}
+	return "a"
 }

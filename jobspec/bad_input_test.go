@@ -93,7 +93,7 @@ func TestBadInput(t *testing.T) {
 		{name: "ID dot-dot", mut: func(m obj) { jobOf(m)["ID"] = ".." }, field: "Job.ID", rule: "usable in a URL path"},
 		{name: "ID with a control character", mut: func(m obj) { jobOf(m)["ID"] = "a\x01b" }, field: "Job.ID", rule: "usable in a URL path"},
 		{name: "count above drover's limit", mut: func(m obj) { grp(m, 0)["Count"] = 99999999999 }, field: gp + ".Count", rule: "must be at most 10000"},
-		{name: "task user", mut: func(m obj) { tsk(m, 0, 0)["User"] = "nobody" }, field: tp + ".User", rule: "not supported"},
+		{name: "task user", mut: func(m obj) { tsk(m, 0, 0)["User"] = "nobody" }, field: tp + ".User", rule: "is not supported by the raw_exec driver: it runs tasks as the agent's user"},
 		{name: "task named alloc", mut: func(m obj) { tsk(m, 0, 0)["Name"] = "alloc" }, field: gp + `.Tasks[0] "alloc".Name`, rule: "must not be"},
 		{name: "task named dot-dot", mut: func(m obj) { tsk(m, 0, 0)["Name"] = ".." }, field: gp + `.Tasks[0] "..".Name`, rule: "must not be"},
 		{name: "env value with a null character", mut: func(m obj) { tsk(m, 0, 0)["Env"] = obj{"X": "a\x00b"} }, field: tp + ".Env.X", rule: "null characters"},
@@ -143,6 +143,23 @@ func TestBadInput(t *testing.T) {
 		{name: "raw_exec args not strings", mut: func(m obj) { tsk(m, 0, 0)["Config"] = obj{"command": "sleep", "args": list("1", 2)} }, field: tp + ".Config.args[1]", rule: "must be a string (got number)"},
 		{name: "raw_exec args not a list", mut: func(m obj) { tsk(m, 0, 0)["Config"] = obj{"command": "sleep", "args": "1 2"} }, field: tp + ".Config.args", rule: "must be a list of strings"},
 		{name: "raw_exec unknown key", mut: func(m obj) { tsk(m, 0, 0)["Config"] = obj{"command": "sleep", "image": "redis"} }, field: tp + ".Config.image", rule: "is not a raw_exec option"},
+		{name: "exec unknown key", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "exec"
+			tsk(m, 0, 0)["Config"] = obj{"command": "sleep", "image": "redis"}
+		}, field: tp + ".Config.image", rule: "is not an exec option drover supports (options: args, cap_add, cap_drop, command, ipc_mode, pid_mode, work_dir)"},
+		{name: "exec pid mode", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "exec"
+			tsk(m, 0, 0)["Config"] = obj{"command": "sleep", "pid_mode": "shared"}
+		}, field: tp + ".Config.pid_mode", rule: `must be "private" or "host" (got "shared")`},
+		{name: "exec cap_add", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "exec"
+			tsk(m, 0, 0)["Config"] = obj{"command": "sleep", "cap_add": list("net_raw")}
+		}, field: tp + ".Config.cap_add", rule: "changing a task's capabilities is not supported by drover yet"},
+		{name: "exec relative work_dir", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "exec"
+			tsk(m, 0, 0)["Config"] = obj{"command": "sleep", "work_dir": "local"}
+		}, field: tp + ".Config.work_dir", rule: `must be an absolute path inside the task (got "local")`},
+		{name: "exec without command", mut: func(m obj) { tsk(m, 0, 0)["Driver"] = "exec"; tsk(m, 0, 0)["Config"] = obj{"args": list("x")} }, field: tp + ".Config.command", rule: "is required by the exec driver"},
 		{name: "kill timeout negative", mut: func(m obj) { tsk(m, 0, 0)["KillTimeout"] = -1 }, field: tp + ".KillTimeout", rule: "must not be negative"},
 		{name: "kill timeout past progress deadline", mut: func(m obj) { tsk(m, 0, 0)["KillTimeout"] = ns("11m") }, field: tp + ".KillTimeout", rule: "must not be longer than the group's update progress_deadline (11m0s > 10m0s)"},
 		{name: "kill signal unknown", mut: func(m obj) { tsk(m, 0, 0)["KillSignal"] = "SIGFOO" }, field: tp + ".KillSignal", rule: `unknown signal "SIGFOO"`},

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"reflect"
+	"sort"
 	"strings"
 	"testing"
 	"testing/iotest"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	"github.com/drover-sched/drover/drivers/catalog"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -353,7 +355,13 @@ func TestRegisterDriver(t *testing.T) {
 		delete(drivers, name)
 		driversMu.Unlock()
 	}()
-	if got := Drivers(); !reflect.DeepEqual(got, []string{"raw_exec", name}) {
+	var want []string
+	for _, b := range catalog.Builtins() {
+		want = append(want, b.Name)
+	}
+	want = append(want, name)
+	sort.Strings(want)
+	if got := Drivers(); !reflect.DeepEqual(got, want) {
 		t.Errorf("Drivers() = %v", got)
 	}
 	ok := strings.Replace(minimalService, `"Driver": "raw_exec", "Config": {"command": "/bin/sleep", "args": ["3600"]}`, `"Driver": "test_exec", "Config": {"image": "x"}`, 1)
@@ -548,5 +556,16 @@ func TestDeepNestingGivesAShortError(t *testing.T) {
 	}
 	if len(err.Error()) > 1000 {
 		t.Fatalf("error message of %d bytes", len(err.Error()))
+	}
+}
+
+// TestExecTaskDecodes: an exec task with its options and a user is
+// accepted as submitted.
+func TestExecTaskDecodes(t *testing.T) {
+	body := strings.Replace(minimalService, `"Driver": "raw_exec", "Config": {"command": "/bin/sleep", "args": ["3600"]}`,
+		`"Driver": "exec", "User": "nobody", "Config": {"command": "/bin/sleep", "args": ["3600"], "pid_mode": "private", "work_dir": "/local"}`, 1)
+	task := decode(t, body).Job.TaskGroups[0].Tasks[0]
+	if task.Driver != "exec" || task.User != "nobody" || task.Config["work_dir"] != "/local" {
+		t.Fatalf("task %+v", task)
 	}
 }

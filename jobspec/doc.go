@@ -76,8 +76,8 @@
 //     Consul, MaxRunDuration.
 //
 // api.Task:
-//   - supported: Name, Driver, User, Lifecycle, Config (checked by the
-//     driver), Constraints, Env, Resources, RestartPolicy, Meta, KillTimeout,
+//   - supported: Name, Driver, User (for drivers that honour it),
+//     Lifecycle, Config (checked by the driver), Constraints, Env, Resources, RestartPolicy, Meta, KillTimeout,
 //     LogConfig (with the deprecated Enabled = false read as Disabled),
 //     Leader, ShutdownDelay, KillSignal (empty means SIGINT, as in Nomad).
 //   - rejected: Affinities, Services, Artifacts, Vault, Consul, Templates,
@@ -97,10 +97,16 @@
 //
 // # Drivers
 //
-// drover's drivers are built in. A task must name a registered driver
-// (RegisterDriver; Drivers lists them), whose validator checks the task's
-// config. Today there is raw_exec: "command" (required non-empty string)
-// and "args" (list of strings), nothing else.
+// drover's drivers are built in (drivers/catalog). A task must name a
+// registered driver (RegisterDriver; Drivers lists them), whose validator
+// checks the task's config with the same declaration (drivers.Spec) the
+// node decodes it with: a key the driver does not declare is refused
+// naming it, and every type and rule names the key (Config.args[1]: must
+// be a string). raw_exec: "command" (required), "args". exec: "command"
+// (required), "args", "pid_mode" and "ipc_mode" ("private" or "host"),
+// "work_dir" (absolute), "cap_add"/"cap_drop" (refused while drover does
+// not change capabilities). A task's User is accepted for drivers that
+// run tasks as their user (exec), refused for raw_exec.
 //
 // # Validation rules
 //

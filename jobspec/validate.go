@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/drover-sched/drover/drivers/catalog"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -270,8 +271,8 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 		}
 	}
 
-	if t.User != "" {
-		errs.add(join(tp, "User"), "is not supported by drover yet: its raw_exec driver runs tasks as the agent's user (got %q)", t.User)
+	if b, ok := catalog.Lookup(t.Driver); t.User != "" && ok && !b.TaskUser {
+		errs.add(join(tp, "User"), "is not supported by the %s driver: it runs tasks as the agent's user (got %q)", t.Driver, t.User)
 	}
 
 	if t.KillTimeout < 0 {

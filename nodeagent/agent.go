@@ -56,9 +56,7 @@ type Config struct {
 	// under their supervisors for the next agent to re-attach).
 	DevMode bool
 	// EnabledDrivers names the drivers to enable (built-ins of
-	// drivers/catalog, or ExtraDrivers). nil means the default:
-	// raw_exec in dev mode, none otherwise (as in Nomad, raw_exec must be
-	// enabled explicitly outside dev mode).
+	// drivers/catalog, or ExtraDrivers). nil means DefaultDrivers.
 	EnabledDrivers []string
 	// ExtraDrivers are drivers that are not built in, by name (tests: the
 	// mock driver); they are enabled when EnabledDrivers names them.
@@ -169,8 +167,8 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 		}
 		cfg.SupervisorCommand = []string{exe, SupervisorSubcommand}
 	}
-	if cfg.EnabledDrivers == nil && cfg.DevMode {
-		cfg.EnabledDrivers = []string{DriverRawExec}
+	if cfg.EnabledDrivers == nil {
+		cfg.EnabledDrivers = DefaultDrivers(cfg.DevMode)
 	}
 	ds, err := newDrivers(&cfg)
 	if err != nil {

@@ -94,9 +94,19 @@ func (d AllocDir) Exists() bool {
 }
 
 // Build creates the shared part of the alloc dir. It is idempotent.
+// As in Nomad, alloc/logs and alloc/data are writable by every user, so
+// that tasks running as other users (exec's nobody) can use them.
 func (d AllocDir) Build() error {
-	if err := mkdirs(0o755, d.Dir, d.SharedDir(), d.LogDir(), filepath.Join(d.SharedDir(), SharedDataDirName)); err != nil {
+	if err := mkdirs(0o755, d.Dir, d.SharedDir()); err != nil {
 		return err
+	}
+	for _, dir := range []string{d.LogDir(), filepath.Join(d.SharedDir(), SharedDataDirName)} {
+		if err := mkdirs(0o777, dir); err != nil {
+			return err
+		}
+		if err := os.Chmod(dir, 0o777); err != nil {
+			return fmt.Errorf("chmod %s: %w", dir, err)
+		}
 	}
 	return mkdirSticky(filepath.Join(d.SharedDir(), TmpDirName))
 }

@@ -11,9 +11,12 @@
 // around the task's process. The alloc hooks are, in order: the alloc dir
 // (build, remove); the previous alloc (wait for the alloc this one
 // replaces to stop, then move its alloc/data and task local/ dirs, for
-// sticky or migrating ephemeral disks); deployment health (healthy after
-// min_healthy_time of running tasks, unhealthy on a failure or at
-// healthy_deadline). Lifecycle tasks (prestart, poststart, poststop,
+// sticky or migrating ephemeral disks; a previous alloc on another node is
+// asked about through the control plane, backing off on transient errors
+// and giving up, with a task event, on permanent ones); deployment health
+// (healthy after min_healthy_time of running tasks, unhealthy on a failure
+// or at healthy_deadline; each report names the deployment its health is
+// for). Lifecycle tasks (prestart, poststart, poststop,
 // sidecars) wait at gates the alloc runner opens from the task states.
 // The agent garbage-collects terminal allocs (see gc.go) and serves task
 // logs (StreamLogs).
@@ -23,7 +26,7 @@
 // exec, stats — with the built-in drivers registered in drivers/catalog).
 // The task runner keeps the driver's TaskHandle, persisted with the task's
 // state, and never learns pids or container IDs. The process drivers
-// (raw_exec) run each task under a small supervisor process of
+// (raw_exec, exec) run each task under a small supervisor process of
 // drover's own (drivers/shared/supervisor): it starts the task in its own
 // process group, records its pid and how it ended in the task's state dir,
 // and copies its stdout and stderr to alloc/logs/<task>.stdout.N and

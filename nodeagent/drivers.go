@@ -11,6 +11,7 @@ import (
 
 	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/drivers/catalog"
+	execdriver "github.com/drover-sched/drover/drivers/exec"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -18,15 +19,22 @@ import (
 // does not answer is unhealthy, not a stuck agent).
 const driverFingerprintTimeout = 5 * time.Second
 
+// DefaultDrivers are the drivers a node enables when its config names
+// none: as in Nomad, exec everywhere (its fingerprint says whether it can
+// run here), raw_exec only in dev mode (elsewhere it must be enabled
+// explicitly).
+func DefaultDrivers(devMode bool) []string {
+	if devMode {
+		return []string{DriverRawExec, execdriver.Name}
+	}
+	return []string{execdriver.Name}
+}
+
 // newDrivers creates the enabled drivers from the catalog of built-ins,
 // plus the extra ones (tests).
 func newDrivers(cfg *Config) (map[string]drivers.Driver, error) {
 	out := map[string]drivers.Driver{}
-	opts := drivers.Options{
-		Logger:            cfg.Logger.Named("driver"),
-		SupervisorCommand: cfg.SupervisorCommand,
-		SupervisorEnv:     cfg.SupervisorEnv,
-	}
+	opts := driverOptions(cfg)
 	for _, name := range cfg.EnabledDrivers {
 		b, ok := catalog.Lookup(name)
 		if !ok {
@@ -43,6 +51,15 @@ func newDrivers(cfg *Config) (map[string]drivers.Driver, error) {
 		out[name] = d
 	}
 	return out, nil
+}
+
+// driverOptions are the options every driver is created with.
+func driverOptions(cfg *Config) drivers.Options {
+	return drivers.Options{
+		Logger:            cfg.Logger.Named("driver"),
+		SupervisorCommand: cfg.SupervisorCommand,
+		SupervisorEnv:     cfg.SupervisorEnv,
+	}
 }
 
 // fingerprintDrivers asks every driver to describe itself now.

@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/drover-sched/drover/drivers"
+	"github.com/drover-sched/drover/drivers/exec"
 	"github.com/drover-sched/drover/drivers/rawexec"
 )
 
@@ -21,9 +22,12 @@ type Builtin struct {
 	Config drivers.ConfigValidator
 	// New creates the driver on a node.
 	New func(drivers.Options) (drivers.Driver, error)
+	// TaskUser: the driver runs a task as the task's user.
+	TaskUser bool
 }
 
 var builtins = []Builtin{
+	{Name: exec.Name, Config: exec.Spec, New: func(o drivers.Options) (drivers.Driver, error) { return exec.New(o) }, TaskUser: true},
 	{Name: rawexec.Name, Config: rawexec.Spec, New: func(o drivers.Options) (drivers.Driver, error) { return rawexec.New(o) }},
 }
 

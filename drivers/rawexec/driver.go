@@ -93,7 +93,7 @@ func (d *Driver) Exec(ctx context.Context, taskID string, cmd []string) (*driver
 	if err != nil {
 		return nil, err
 	}
-	return RunCommand(ctx, cmd, cfg.TaskDir, cfg.EnvList(), nil)
+	return RunCommand(ctx, cmd, cfg.TaskDir, cfg.EnvList(), nil, nil)
 }
 
 // Stats implements drivers.Driver: the task's process group, from /proc.
@@ -119,9 +119,10 @@ func (d *Driver) CleanupAlloc(_ context.Context, _ string, stateDirs []string) i
 }
 
 // RunCommand runs cmd in dir with env and returns its output and exit
-// code; prepare, when set, adjusts the command before it starts. Exit
-// codes are not errors; failing to start is.
-func RunCommand(ctx context.Context, cmd []string, dir string, env []string, prepare func(*exec.Cmd)) (*drivers.ExecResult, error) {
+// code; prepare, when set, adjusts the command before it starts, and
+// started is told its pid once it has. Exit codes are not errors; failing
+// to start is.
+func RunCommand(ctx context.Context, cmd []string, dir string, env []string, prepare func(*exec.Cmd), started func(pid int)) (*drivers.ExecResult, error) {
 	if len(cmd) == 0 || cmd[0] == "" {
 		return nil, errors.New("exec: no command")
 	}
@@ -132,7 +133,13 @@ func RunCommand(ctx context.Context, cmd []string, dir string, env []string, pre
 	if prepare != nil {
 		prepare(c)
 	}
-	err := c.Run()
+	if err := c.Start(); err != nil {
+		return nil, fmt.Errorf("exec %s: %w", cmd[0], err)
+	}
+	if started != nil {
+		started(c.Process.Pid)
+	}
+	err := c.Wait()
 	res := &drivers.ExecResult{Stdout: stdout.Bytes(), Stderr: stderr.Bytes()}
 	var ee *exec.ExitError
 	switch {

@@ -80,6 +80,9 @@ type Spec struct {
 	LogDisabled bool `json:",omitempty"`
 	// StateDir is where the supervisor writes its records.
 	StateDir string
+	// Isolation, when set, confines the task (the exec driver's): see
+	// Isolation.
+	Isolation *Isolation `json:",omitempty"`
 }
 
 // logDrainTimeout bounds how long a supervisor keeps copying output after
@@ -131,6 +134,9 @@ type startStatus struct {
 // records how it ended, and returns the process exit code to use. The
 // agent starts it in its own session, so it outlives the agent.
 func Main(args []string) int {
+	if len(args) == 2 && args[0] == initArg {
+		return initMain(args[1])
+	}
 	if len(args) != 1 {
 		fmt.Fprintln(os.Stderr, "usage: drover "+Subcommand+" SPEC")
 		return 2
@@ -173,7 +179,14 @@ func Main(args []string) int {
 		return fail(false, "%v", err)
 	}
 
-	path, err := resolveCommand(spec.Command, spec.Dir, spec.Env)
+	var cmd *exec.Cmd
+	if spec.Isolation != nil {
+		// The task is started by an init of drover's own inside its
+		// namespaces, which resolves its command inside the chroot.
+		cmd, err = isolatedCommand(args, &spec)
+	} else {
+		cmd, err = plainCommand(&spec)
+	}
 	if err != nil {
 		return fail(true, "%v", err)
 	}
@@ -181,21 +194,15 @@ func Main(args []string) int {
 	if err != nil {
 		return fail(false, "%v", err)
 	}
-	stdout, stderr := outs.writers[0], outs.writers[1]
-
-	cmd := &exec.Cmd{
-		Path:   path,
-		Args:   append([]string{spec.Command}, spec.Args...),
-		Env:    spec.Env,
-		Dir:    spec.Dir,
-		Stdout: stdout,
-		Stderr: stderr,
-		SysProcAttr: &syscall.SysProcAttr{
-			Setpgid: true,
-			// The task must not outlive its supervisor: if the
-			// supervisor dies, the kernel kills the task.
-			Pdeathsig: syscall.SIGKILL,
-		},
+	cmd.Stdout, cmd.Stderr = outs.writers[0], outs.writers[1]
+	var initStatus *os.File
+	if spec.Isolation != nil {
+		r, w, err := os.Pipe()
+		if err != nil {
+			return fail(false, "init status pipe: %v", err)
+		}
+		initStatus = r
+		cmd.ExtraFiles = []*os.File{w} // the init's descriptor 3
 	}
 	// Requests to stop the supervisor are passed on to the task's group.
 	sigCh := make(chan os.Signal, 4)
@@ -208,6 +215,22 @@ func Main(args []string) int {
 	// Only the task holds the pipes' write ends now: the copiers see EOF
 	// when it (and whatever it started) is gone.
 	outs.closeWriters()
+	if initStatus != nil {
+		for _, f := range cmd.ExtraFiles {
+			f.Close()
+		}
+		// EOF: the init became the task; a line: it could not.
+		st, err := readInitStatus(initStatus)
+		initStatus.Close()
+		if err != nil || st.Error != "" {
+			_ = cmd.Wait()
+			outs.wait(logDrainTimeout)
+			if err != nil {
+				return fail(false, "task init: %v", err)
+			}
+			return fail(st.Unrecoverable, "%s", st.Error)
+		}
+	}
 	pid := cmd.Process.Pid
 	ticks, _, _ := ProcStat(pid)
 	task := &ProcRecord{RunID: spec.RunID, Pid: pid, StartTicks: ticks, StartedAt: time.Now()}
@@ -246,6 +269,27 @@ func Main(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+// plainCommand is the task's command, started directly in its own
+// process group.
+func plainCommand(spec *Spec) (*exec.Cmd, error) {
+	path, err := resolveCommand(spec.Command, spec.Dir, spec.Env)
+	if err != nil {
+		return nil, err
+	}
+	return &exec.Cmd{
+		Path: path,
+		Args: append([]string{spec.Command}, spec.Args...),
+		Env:  spec.Env,
+		Dir:  spec.Dir,
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid: true,
+			// The task must not outlive its supervisor: if the
+			// supervisor dies, the kernel kills the task.
+			Pdeathsig: syscall.SIGKILL,
+		},
+	}, nil
 }
 
 // logCopiers moves a task's stdout and stderr from pipes to rotated files.
@@ -364,6 +408,8 @@ func openStatusFD() *os.File {
 	if _, err := unix.FcntlInt(uintptr(statusFD), unix.F_GETFD, 0); err != nil {
 		return nil
 	}
+	// The task must not inherit it.
+	unix.CloseOnExec(statusFD)
 	return os.NewFile(uintptr(statusFD), "status")
 }
 
