@@ -91,6 +91,8 @@ type Config struct {
 	Logger            *zap.Logger
 }
 
+var _ httpapi.ClientNode = (*nodeagent.Agent)(nil)
+
 // Agent is a running server, client, or both.
 type Agent struct {
 	cfg       Config
@@ -304,7 +306,7 @@ func (a *Agent) Run(ctx context.Context) error {
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},
 		})
 		if a.node != nil {
-			a.api.HandleClientFS(a.node) // the node's logs, served in-process
+			a.api.HandleClient(a.node) // the node's client routes, served in-process
 		}
 		srv = &http.Server{Handler: a.api, ReadHeaderTimeout: 10 * time.Second}
 		n, err := a.service.RestorePending(ctx)

@@ -123,6 +123,11 @@ type Agent struct {
 	reported map[string]bool
 	// destroying names the runners being destroyed.
 	destroying map[string]bool
+
+	// cpu and host keep the last CPU samples of tasks and of the host,
+	// for the stats routes.
+	cpu  cpuSamples
+	host hostSampler
 }
 
 // New validates cfg, fills its defaults, loads (or creates) the node ID in
