@@ -59,7 +59,9 @@ func (f *fakeNode) SignalAlloc(_ context.Context, allocID, task, signal string) 
 	return nil
 }
 
-func (f *fakeNode) CheckTask(_ context.Context, allocID, task string) error { return f.check(allocID, task) }
+func (f *fakeNode) CheckTask(_ context.Context, allocID, task string) error {
+	return f.check(allocID, task)
+}
 
 // ExecAlloc echoes stdin upper-cased to stdout, the command to stderr,
 // and exits with the command's length.

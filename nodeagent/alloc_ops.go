@@ -8,7 +8,8 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/drover-sched/drover/drivers")
+	"github.com/drover-sched/drover/drivers"
+)
 
 // The operations of Nomad's client allocation routes (restart, signal,
 // exec) on this node's allocations. Their errors follow one convention,

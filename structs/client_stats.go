@@ -59,11 +59,11 @@ type CpuStats struct {
 
 // HostStats is a node's resource use, from /proc and statfs.
 type HostStats struct {
-	Memory           *HostMemoryStats
-	CPU              []*HostCPUStats
-	DiskStats        []*HostDiskStats
-	AllocDirStats    *HostDiskStats
-	DeviceStats      []any
+	Memory        *HostMemoryStats
+	CPU           []*HostCPUStats
+	DiskStats     []*HostDiskStats
+	AllocDirStats *HostDiskStats
+	DeviceStats   []any
 	// Uptime is in seconds.
 	Uptime uint64
 	// CPUTicksConsumed is the MHz busy over all cores.
