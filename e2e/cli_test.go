@@ -120,6 +120,17 @@ func TestCLI(t *testing.T) {
 	}
 	mustContain(t, out, "Status              = complete", "TriggeredBy         = job-register", "Job ID              = hello")
 
+	// job plan with the real binary: Nomad's exit codes.
+	if out, code = cli(t, addr, "job", "plan", "../examples/hello.json"); code != 0 || !strings.Contains(out, "All tasks successfully allocated") {
+		t.Fatalf("plan of the unchanged job: exit %d\n%s", code, out)
+	}
+	if out, code = cli(t, addr, "job", "plan", "-var", "count=3", "../examples/hello.nomad.hcl"); code != 1 || !strings.Contains(out, `+/- Count: "2" => "3"`) {
+		t.Fatalf("plan of a count change: exit %d\n%s", code, out)
+	}
+	if out, code = cli(t, addr, "job", "inspect", "-t", "{{.ID}} {{.Version}}", "hello"); code != 0 || !strings.HasPrefix(out, "hello ") {
+		t.Fatalf("inspect -t: exit %d\n%s", code, out)
+	}
+
 	out, _ = cli(t, addr, "node", "status")
 	mustContain(t, out, "Node Pool", "dc1", "ready", "eligible")
 	nodeID := regexp.MustCompile(`(?m)^([0-9a-f]{8})\s`).FindStringSubmatch(out)[1]

@@ -93,7 +93,7 @@ type JobChildrenSummary struct {
 // JobVersionsResponse is Nomad's answer to GET /v1/job/:id/versions.
 type JobVersionsResponse struct {
 	Versions    []*structs.Job
-	Diffs       []any
+	Diffs       []*structs.JobDiff
 	KnownLeader bool
 	LastContact int64
 	LastIndex   uint64
@@ -349,9 +349,16 @@ func (s *Server) summary(ctx context.Context, j *structs.Job) (*JobSummary, erro
 }
 
 // jobVersions answers GET /v1/job/:id/versions, newest first; the
-// versions are paginated (token: the version number) and filtered.
+// versions are paginated (token: the version number) and filtered; with
+// ?diffs=true, Diffs holds each listed version's diff against the one
+// before it (`nomad job history -p`).
 func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) {
 	o, err := parsePageOptions(r)
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	diffs, err := boolParam(r, "diffs")
 	if err != nil {
 		s.fail(w, r, err)
 		return
@@ -368,7 +375,15 @@ func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
-		return &listPage{items: &JobVersionsResponse{Versions: page, KnownLeader: true}, next: next}, nil
+		out := &JobVersionsResponse{Versions: page, Diffs: []*structs.JobDiff{}, KnownLeader: true}
+		if diffs {
+			// Each version against the one before it, as Nomad (the
+			// oldest listed has none).
+			for i := 0; i+1 < len(page); i++ {
+				out.Diffs = append(out.Diffs, structs.DiffJobs(page[i+1], page[i], true))
+			}
+		}
+		return &listPage{items: out, next: next}, nil
 	})
 }
 

@@ -123,3 +123,31 @@ func TestJobPlanBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestJobVersionsDiffs: ?diffs=true answers each version's diff against
+// the one before it, as `nomad job history -p` reads it.
+func TestJobVersionsDiffs(t *testing.T) {
+	e := newEnv(t)
+	e.do(http.MethodPut, "/v1/jobs", []byte(goodJob))
+	e.do(http.MethodPut, "/v1/jobs", mutate(t, func(j map[string]any) { j["Priority"] = 70 }))
+	_, body := e.do(http.MethodGet, "/v1/job/web/versions?diffs=true", nil)
+	var v struct {
+		Versions []struct{ Version uint64 }
+		Diffs    []*structs.JobDiff
+	}
+	if err := json.Unmarshal([]byte(body), &v); err != nil || len(v.Versions) != 2 || len(v.Diffs) != 1 {
+		t.Fatalf("versions with diffs: %s", body)
+	}
+	var prio *structs.FieldDiff
+	for _, f := range v.Diffs[0].Fields {
+		if f.Name == "Priority" {
+			prio = f
+		}
+	}
+	if v.Diffs[0].Type != structs.DiffTypeEdited || prio == nil || prio.Old != "50" || prio.New != "70" {
+		t.Fatalf("diff: %+v", v.Diffs[0])
+	}
+	if _, body = e.do(http.MethodGet, "/v1/job/web/versions", nil); !strings.Contains(body, `"Diffs":[]`) {
+		t.Fatalf("without diffs: %s", body)
+	}
+}

@@ -3,10 +3,14 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/drover-sched/drover/httpapi"
 
 	"github.com/drover-sched/drover/structs"
 )
@@ -171,5 +175,40 @@ func TestEveryListPaginates(t *testing.T) {
 	_, out := e.do(http.MethodGet, "/v1/job/web/versions?per_page=1&next_token=0", nil)
 	if err := json.Unmarshal([]byte(out), &v); err != nil || len(v.Versions) != 1 || v.Versions[0].Version != 0 {
 		t.Fatalf("versions from token 0: %s", out)
+	}
+}
+
+// TestResponseTooLarge: with MaxResponseBytes set (the AWS home), a read
+// whose answer would pass it is a 400 that says to page; a page within it
+// is answered; gzip counts compressed (and base64-encoded) size.
+func TestResponseTooLarge(t *testing.T) {
+	e := newEnv(t)
+	e.registerJobs("a", "b", "c", "d")
+	_, full := e.do(http.MethodGet, "/v1/jobs", nil)
+	size := len(full)
+	api := httpapi.New(httpapi.Config{State: e.store, Jobs: e.svc, MaxResponseBytes: 1200})
+	srv := httptest.NewServer(api)
+	defer srv.Close()
+	get := func(path string, gz bool) (int, string) {
+		req, _ := http.NewRequest(http.MethodGet, srv.URL+path, nil)
+		if gz {
+			req.Header.Set("Accept-Encoding", "gzip")
+		}
+		resp, err := (&http.Transport{DisableCompression: true}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	if code, body := get("/v1/jobs", false); code != 400 || !strings.Contains(body, "per_page") {
+		t.Fatalf("too large (%d bytes in full): %d %s", size, code, body)
+	}
+	if code, body := get("/v1/jobs?per_page=1", false); code != 200 {
+		t.Fatalf("one page: %d %s", code, body)
+	}
+	if code, _ := get("/v1/jobs", true); code != 200 {
+		t.Fatalf("gzip-compressed, the listing fits: %d", code)
 	}
 }

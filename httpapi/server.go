@@ -14,6 +14,7 @@
 package httpapi
 
 import (
+	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
@@ -94,6 +95,12 @@ type Config struct {
 	NodeAgents NodeAgents
 	// NodeAuth checks node-agent requests (nil: accept all).
 	NodeAuth NodeAuthorizer
+	// MaxResponseBytes, when set, bounds a read's answer as it leaves the
+	// process (gzip-compressed and base64-encoded when the client accepts
+	// gzip, as API Gateway carries it): a larger one is refused with a 400
+	// that says to page or narrow the query, rather than failing in the
+	// Lambda runtime (its synchronous response limit is 6 MB).
+	MaxResponseBytes int
 	// Operator, when set, serves the operator actions (promote, fail,
 	// pause, revert, drain, eligibility, gc).
 	Operator Operator
@@ -312,6 +319,41 @@ func writeJSON(w http.ResponseWriter, r *http.Request, status int, v any) {
 	_ = enc.Encode(v)
 }
 
+// writeRead writes a read's answer, refusing one over MaxResponseBytes.
+func (s *Server) writeRead(w http.ResponseWriter, r *http.Request, v any) {
+	max := s.cfg.MaxResponseBytes
+	if max <= 0 {
+		writeJSON(w, r, http.StatusOK, v)
+		return
+	}
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	if _, ok := r.URL.Query()["pretty"]; ok {
+		enc.SetIndent("", "    ")
+	}
+	if err := enc.Encode(v); err != nil {
+		s.fail(w, r, fmt.Errorf("encode response: %w", err))
+		return
+	}
+	size := body.Len()
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") && size > max {
+		var gz bytes.Buffer
+		zw := gzip.NewWriter(&gz)
+		_, _ = zw.Write(body.Bytes())
+		_ = zw.Close()
+		size = (gz.Len() + 2) / 3 * 4 // base64, as the Lambda response carries binary bodies
+	}
+	if size > max {
+		w.Header().Del("X-Nomad-Index")
+		s.fail(w, r, badRequestf("response too large: %d bytes, over the limit of %d bytes of this API (Lambda's response limit); "+
+			"ask for pages with ?per_page= and ?next_token=, or narrow the listing with ?prefix= or ?filter=", size, max))
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(body.Bytes())
+}
+
 func writeError(w http.ResponseWriter, status int, msg string) {
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	w.WriteHeader(status)
@@ -432,7 +474,7 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, tables []string, 
 				}
 				out = p.items
 			}
-			writeJSON(w, r, http.StatusOK, out)
+			s.writeRead(w, r, out)
 			return
 		}
 		if changed == nil {

@@ -175,8 +175,8 @@ resource "aws_iam_policy" "control_plane" {
       {
         Sid    = "State"
         Effect = "Allow"
-        Action = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:GetItem",
-        "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
+        Action = ["dynamodb:BatchGetItem", "dynamodb:BatchWriteItem", "dynamodb:ConditionCheckItem", "dynamodb:DeleteItem",
+        "dynamodb:GetItem", "dynamodb:PutItem", "dynamodb:Query", "dynamodb:UpdateItem"]
         Resource = [aws_dynamodb_table.state.arn, "${aws_dynamodb_table.state.arn}/index/*"]
       },
       { Sid = "SendEvals", Effect = "Allow", Action = "sqs:SendMessage", Resource = aws_sqs_queue.eval.arn },

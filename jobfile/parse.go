@@ -88,10 +88,10 @@ var topSchema = &hcl.BodySchema{Blocks: []hcl.BlockHeaderSchema{
 // parser holds what decoding needs: the sources (for the text of
 // run-time references), the variable and local values, the functions.
 type parser struct {
-	sources map[string][]byte
-	vars    map[string]cty.Value
+	sources   map[string][]byte
+	vars      map[string]cty.Value
 	localVals map[string]cty.Value
-	funcs   map[string]functionT
+	funcs     map[string]functionT
 }
 
 // decodeJob decodes the job block: its label is the job's ID, and its

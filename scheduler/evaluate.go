@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"go.uber.org/zap"
@@ -72,6 +73,26 @@ type Evaluator struct {
 	// picks binpack or spread scoring.
 	Config *CachedConfig
 	Logger *zap.Logger
+
+	// placing orders the node read, placement and commit of this
+	// evaluator's evaluations: first attempts share it (evaluations of
+	// different jobs place and commit in parallel), a re-evaluation after
+	// a conflict holds it alone. Bin-packing sends concurrent plans to the
+	// same fullest nodes, so without it a plan can lose the race for a
+	// node again and again; holding it alone, the re-evaluation sees
+	// usage that no other evaluation of this process changes before its
+	// commit (the store still checks: writers elsewhere can conflict).
+	placing sync.RWMutex
+}
+
+// lockPlacement takes placing for an attempt and returns its unlock.
+func (e *Evaluator) lockPlacement(attempt int) func() {
+	if attempt <= 1 {
+		e.placing.RLock()
+		return e.placing.RUnlock
+	}
+	e.placing.Lock()
+	return e.placing.Unlock
 }
 
 func (e *Evaluator) now() time.Time {
@@ -213,6 +234,7 @@ func (e *Evaluator) compute(ctx context.Context, ev *structs.Evaluation, propose
 
 // evaluateOnce computes and commits one plan from a fresh snapshot.
 func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, attempt int) (*outcome, error) {
+	defer e.lockPlacement(attempt)()
 	c, err := e.compute(ctx, ev, nil)
 	if err != nil {
 		return nil, err

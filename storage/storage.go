@@ -312,7 +312,9 @@ type Store interface {
 	UpdateNodeStatus(ctx context.Context, nodeID, status string, at int64) (*structs.Node, error)
 	// Node returns a node, or ErrNotFound.
 	Node(ctx context.Context, nodeID string) (*structs.Node, error)
-	// Nodes lists nodes whose ID starts with prefix, sorted by ID.
+	// Nodes lists nodes whose ID starts with prefix, sorted by ID. The
+	// nodes may be shared between readers (the node cache): callers must
+	// not modify them.
 	Nodes(ctx context.Context, prefix string) ([]*structs.Node, error)
 	// NodeAssignmentIndex returns the index that moves whenever the
 	// control plane changes an allocation of the node.

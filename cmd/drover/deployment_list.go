@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
@@ -47,11 +48,17 @@ func listDeployments(m *Meta, cl *api.Client, out *outputFlags, verbose bool) in
 	if out.wanted() {
 		return out.write(m, ds)
 	}
-	printNamespacedList(m.Stdout, "No deployments found", "ID\tJob ID\tJob Version\tStatus\tDescription", len(ds),
+	printDeploymentList(m.Stdout, ds, verbose)
+	return 0
+}
+
+// printDeploymentList prints deployments as a table (Namespace column when
+// they span namespaces).
+func printDeploymentList(w io.Writer, ds []*api.Deployment, verbose bool) {
+	printNamespacedList(w, "No deployments found", "ID\tJob ID\tJob Version\tStatus\tDescription", len(ds),
 		func(i int) string { return ds[i].Namespace },
 		func(i int) string {
 			d := ds[i]
 			return fmt.Sprintf("%s\t%s\t%d\t%s\t%s", limit(d.ID, verbose), d.JobID, d.JobVersion, d.Status, d.StatusDescription)
 		})
-	return 0
 }

@@ -160,7 +160,7 @@ func deref[T any](p *T) T {
 // now is the time stamp of monitor lines.
 func now() string { return formatTime(time.Now()) }
 
-// writeLines prints each line of s on w.
+// writeLines prints each of lines on w.
 func writeLines(w io.Writer, lines []string) {
 	for _, l := range lines {
 		fmt.Fprintln(w, l)

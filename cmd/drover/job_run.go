@@ -91,7 +91,7 @@ func (c *JobRunCommand) Run(args []string) int {
 	if *preserveCounts {
 		extra["PreserveCounts"] = true
 	}
-	body, err := src.body(extra)
+	body, err := src.registerBody(extra)
 	if err != nil {
 		return c.errorf("encoding job", err)
 	}

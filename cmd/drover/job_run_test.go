@@ -15,7 +15,7 @@ func TestJobRun(t *testing.T) {
 	file := writeFile(t, "web.json", serviceJobJSON("web", 2))
 	r := ta.run(t, "job", "run", file)
 	mustCode(t, r, 0)
-	mustContain(t, r.stdout, `Monitoring evaluation`, `Evaluation triggered by job "web"`, `finished with status "complete"`,
+	mustContain(t, r.stdout, `Monitoring evaluation`, `Evaluation triggered by job "web"`, `Evaluation within deployment: "`, `finished with status "complete"`,
 		`Monitoring deployment`, "Deployment completed successfully", "successful", "Deployed", "web ")
 	if n := strings.Count(r.stdout, "created: node"); n != 2 {
 		t.Fatalf("%d allocations reported:\n%s", n, r.stdout)
@@ -111,11 +111,15 @@ func TestJobRunHCL(t *testing.T) {
 	if err != nil || *job.TaskGroups[0].Count != 1 || job.TaskGroups[0].Tasks[0].Config["args"].([]any)[0] != "301" {
 		t.Fatalf("-var over -var-file, NOMAD_VAR_sleep: %v %+v", err, job.TaskGroups[0].Tasks[0].Config)
 	}
-	// The submitted source, where the server keeps it (GET /v1/job/:id/submission).
+	// The submitted source is kept with the job (GET /v1/job/:id/submission).
 	sub, _, err := ta.client.Jobs().Submission("web", int(*job.Version), nil)
-	if err == nil && sub != nil && (sub.Format != "hcl2" || !strings.Contains(sub.Source, `variable "count"`) || sub.VariableFlags["count"] != "1") {
-		t.Fatalf("submission: %+v", sub)
+	if err != nil || sub == nil || sub.Format != "hcl2" || !strings.Contains(sub.Source, `variable "count"`) || sub.VariableFlags["count"] != "1" ||
+		!strings.Contains(sub.Variables, "count = 3") {
+		t.Fatalf("submission: %v %+v", err, sub)
 	}
+	r = ta.run(t, "job", "inspect", "-hcl", "web")
+	mustCode(t, r, 0)
+	mustContain(t, r.stdout, `variable "count"`, `job "web"`)
 
 	bad := writeFile(t, "bad.nomad", "job \"x\" {\n  group \"g\" {\n    tusk \"t\" {}\n  }\n}\n")
 	r = ta.run(t, "job", "run", bad)
@@ -128,7 +132,9 @@ func TestJobRunHCL(t *testing.T) {
 	// -output prints the JSON the API takes.
 	r = ta.run(t, "job", "run", "-output", "-var", "count=5", "../../examples/hello.nomad.hcl")
 	mustCode(t, r, 0)
-	var body struct{ Job struct{ TaskGroups []struct{ Count int } } }
+	var body struct {
+		Job struct{ TaskGroups []struct{ Count int } }
+	}
 	if err := json.Unmarshal([]byte(r.stdout), &body); err != nil || body.Job.TaskGroups[0].Count != 5 {
 		t.Fatalf("-output: %v\n%s", err, r.stdout)
 	}

@@ -152,6 +152,15 @@ func lineCol(data []byte, off int64) (int, int) {
 	return line, col
 }
 
+// registerBody is body with the job's submission (its HCL source and
+// variables), which only a registration carries.
+func (s *jobSource) registerBody(extra map[string]any) ([]byte, error) {
+	if s.submission != nil {
+		extra["Submission"] = s.submission
+	}
+	return s.body(extra)
+}
+
 // body returns the JSON body of a request carrying the job: the file's
 // other top-level fields, then extra, then "Job".
 func (s *jobSource) body(extra map[string]any) ([]byte, error) {
@@ -163,11 +172,6 @@ func (s *jobSource) body(extra map[string]any) ([]byte, error) {
 		out[k] = v
 	}
 	out["Job"] = s.job
-	if s.submission != nil {
-		if _, ok := out["Submission"]; !ok {
-			out["Submission"] = s.submission
-		}
-	}
 	return json.Marshal(out)
 }
 

@@ -62,6 +62,7 @@ func (mon *monitor) eval(evalID string) (*api.Evaluation, int) {
 	var lastIndex uint64
 	status := ""
 	seenAllocs := map[string]string{}
+	deploymentShown := false
 	for {
 		ev, meta, err := mon.c.Evaluations().Info(evalID, &api.QueryOptions{Namespace: mon.namespace, WaitIndex: lastIndex, WaitTime: monitorWait})
 		if err != nil {
@@ -71,7 +72,8 @@ func (mon *monitor) eval(evalID string) (*api.Evaluation, int) {
 		if status == "" {
 			fmt.Fprintf(out, "    %s: Evaluation triggered by job %q\n", now(), ev.JobID)
 		}
-		if ev.DeploymentID != "" && status == "" {
+		if ev.DeploymentID != "" && !deploymentShown {
+			deploymentShown = true
 			fmt.Fprintf(out, "    %s: Evaluation within deployment: %q\n", now(), limit(ev.DeploymentID, mon.verbose))
 		}
 		allocs, _, err := mon.c.Evaluations().Allocations(evalID, nsQuery(mon.namespace))

@@ -136,6 +136,10 @@ func (h *Home) Authorizer() *acl.Authorizer {
 	return &acl.Authorizer{Tokens: h.Store, BootstrapHash: os.Getenv("DROVER_BOOTSTRAP_TOKEN_HASH"), Logger: h.Log.Named("acl")}
 }
 
+// MaxResponseBytes bounds an API answer below Lambda's 6 MB synchronous
+// response limit (less room for headers and the response envelope).
+const MaxResponseBytes = 6_000_000
+
 // MaxWait caps blocking queries below API Gateway's 30 s integration
 // timeout.
 const MaxWait = 25 * time.Second
@@ -144,7 +148,8 @@ const MaxWait = 25 * time.Second
 // dev agent, without a Watcher (blocking queries poll the table indexes).
 func (h *Home) API() http.Handler {
 	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
-		NodeAgents: h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
+		MaxResponseBytes: MaxResponseBytes,
+		NodeAgents:       h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
 		Plans: h.Service, Scaler: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service,
 		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }

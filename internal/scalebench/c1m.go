@@ -31,9 +31,12 @@ type C1MResult struct {
 	Elapsed time.Duration
 	Placed  int
 	// FirstRate and LastRate are the placements/s of the first and the
-	// last Every jobs.
-	FirstRate, LastRate  float64
-	StoreMiB, PeakRSSMiB float64
+	// last Every jobs; FirstPerCPU and LastPerCPU the placements per
+	// CPU-second of this process over the same jobs (on a shared machine
+	// the wall-clock rates also measure the neighbours).
+	FirstRate, LastRate     float64
+	FirstPerCPU, LastPerCPU float64
+	StoreMiB, PeakRSSMiB    float64
 }
 
 // RunC1M registers cfg.Nodes nodes directly in a new server's store, then
@@ -82,7 +85,7 @@ func RunC1M(ctx context.Context, cfg C1MConfig) (*C1MResult, error) {
 	res := &C1MResult{}
 	total := cfg.Jobs * cfg.Count
 	step := cfg.Every * cfg.Count
-	next, last, lastN := step, start, 0
+	next, last, lastN, lastCPU := step, start, 0, cpuSeconds()
 	var firstErr error
 	err = waitPlaced(ctx, store, func(n int) bool { return n >= total || firstErr != nil }, func(n int) {
 		select {
@@ -98,15 +101,16 @@ func RunC1M(ctx context.Context, cfg C1MConfig) (*C1MResult, error) {
 		}
 		// One line per poll that crossed a multiple of Every jobs; its
 		// rate covers the placements since the previous line.
-		now := time.Now()
+		now, cpu := time.Now(), cpuSeconds()
 		rate := float64(n-lastN) / now.Sub(last).Seconds()
+		perCPU := float64(n-lastN) / (cpu - lastCPU)
 		if lastN == 0 {
-			res.FirstRate = rate
+			res.FirstRate, res.FirstPerCPU = rate, perCPU
 		}
-		res.LastRate = rate
-		logf(cfg.Out, "c1m: jobs %4d/%d  allocs %8d  placements/s (last %d jobs) %7.0f  rss %6.0f MiB  store %6.0f MiB  %6.1fs",
-			n/cfg.Count, cfg.Jobs, n, (n-lastN)/cfg.Count, rate, rssMiB(), storeMiB(cfg.Dir), now.Sub(start).Seconds())
-		last, lastN = now, n
+		res.LastRate, res.LastPerCPU = rate, perCPU
+		logf(cfg.Out, "c1m: jobs %4d/%d  allocs %8d  placements/s (last %d jobs) %7.0f  per CPU-second %7.0f  rss %6.0f MiB  store %6.0f MiB  %6.1fs",
+			n/cfg.Count, cfg.Jobs, n, (n-lastN)/cfg.Count, rate, perCPU, rssMiB(), storeMiB(cfg.Dir), now.Sub(start).Seconds())
+		last, lastN, lastCPU = now, n, cpu
 		next = (n/step + 1) * step
 	})
 	if firstErr != nil {
@@ -118,8 +122,8 @@ func RunC1M(ctx context.Context, cfg C1MConfig) (*C1MResult, error) {
 	res.Elapsed = time.Since(start)
 	res.Placed = total
 	res.StoreMiB = storeMiB(cfg.Dir)
-	logf(cfg.Out, "c1m: %d allocs placed in %.1fs (%.0f placements/s); first %d jobs %.0f/s, last %d jobs %.0f/s (%.0f%%); store %.0f MiB; peak RSS %.0f MiB",
+	logf(cfg.Out, "c1m: %d allocs placed in %.1fs (%.0f placements/s); first %d jobs %.0f/s, last %d jobs %.0f/s (%.0f%%); per CPU-second first %.0f, last %.0f (%.0f%%); store %.0f MiB; peak RSS %.0f MiB",
 		total, res.Elapsed.Seconds(), float64(total)/res.Elapsed.Seconds(), cfg.Every, res.FirstRate, cfg.Every, res.LastRate,
-		100*res.LastRate/res.FirstRate, res.StoreMiB, res.PeakRSSMiB)
+		100*res.LastRate/res.FirstRate, res.FirstPerCPU, res.LastPerCPU, 100*res.LastPerCPU/res.FirstPerCPU, res.StoreMiB, res.PeakRSSMiB)
 	return res, nil
 }

@@ -17,11 +17,13 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/hashicorp/nomad/api"
 
 	"github.com/drover-sched/drover/agent"
+	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/storage/embedded"
 	"github.com/drover-sched/drover/structs"
 )
@@ -144,9 +146,10 @@ func inParallel(n, width int, fn func(i int) error) error {
 }
 
 // placed counts the allocs holding resources, from the node usage
-// records.
+// records (every bench node is ready: the candidate read lists them all,
+// without copying them).
 func placed(ctx context.Context, s *embedded.Store) (int, error) {
-	us, err := s.NodesWithUsage(ctx)
+	us, err := s.CandidateNodes(ctx, storage.NodeQuery{NodePool: structs.NodePoolAll})
 	if err != nil {
 		return 0, err
 	}
@@ -174,7 +177,7 @@ func waitPlaced(ctx context.Context, s *embedded.Store, want func(n int) bool, e
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("waiting for placements (%d so far): %w", n, ctx.Err())
-		case <-time.After(50 * time.Millisecond):
+		case <-time.After(100 * time.Millisecond):
 		}
 	}
 }
@@ -192,6 +195,15 @@ func rssMiB() float64 {
 		}
 	}
 	return 0
+}
+
+// cpuSeconds is the CPU time (user and system) this process has used.
+func cpuSeconds() float64 {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano()).Seconds()
 }
 
 // storeMiB is the size of the server's state file in MiB.

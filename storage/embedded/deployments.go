@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -40,11 +41,11 @@ func (w *wtx) upsertDeployment(d *structs.Deployment) error {
 	return putJSON(b, []byte(d.ID), d)
 }
 
-// indexActive keeps d's entry in deployments_active in step with its
-// status.
+// indexActive keeps d's entry in deployments_active (value: its
+// ModifyIndex) in step with its status.
 func indexActive(tx *bolt.Tx, d *structs.Deployment) error {
 	if d.Active() {
-		return tx.Bucket(bDeploysActive).Put([]byte(d.ID), nil)
+		return tx.Bucket(bDeploysActive).Put([]byte(d.ID), putUint(d.ModifyIndex))
 	}
 	return tx.Bucket(bDeploysActive).Delete([]byte(d.ID))
 }
@@ -65,21 +66,49 @@ func buildActiveDeploymentIndex(tx *bolt.Tx) error {
 	return tx.Bucket(bMeta).Put(keyActiveBuilt, putUint(1))
 }
 
-// ActiveDeployments implements storage.Store through deployments_active.
+// activeCache keeps the active deployments decoded, each with the
+// ModifyIndex it was decoded at: the watcher lists them every tick, and
+// only the ones that changed since are decoded again.
+type activeCache struct {
+	mu sync.Mutex
+	m  map[string]cachedDeployment
+}
+
+type cachedDeployment struct {
+	modifyIndex uint64
+	d           *structs.Deployment
+}
+
+// ActiveDeployments implements storage.Store through deployments_active
+// and the active cache; it returns copies.
 func (s *Store) ActiveDeployments(ctx context.Context) ([]*structs.Deployment, error) {
 	var out []*structs.Deployment
+	c := &s.activeCache
 	err := s.read(ctx, func(tx *bolt.Tx) error {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		next := make(map[string]cachedDeployment, len(c.m))
 		b := tx.Bucket(bDeployments)
-		c := tx.Bucket(bDeploysActive).Cursor()
-		for k, _ := c.First(); k != nil; k, _ = c.Next() {
-			d, err := getJSON[structs.Deployment](b, k)
-			if err != nil {
-				return err
+		cur := tx.Bucket(bDeploysActive).Cursor()
+		for k, v := cur.First(); k != nil; k, v = cur.Next() {
+			mi := getUint(v)
+			cd, ok := c.m[string(k)]
+			if !ok || mi == 0 || cd.modifyIndex != mi {
+				d, err := getJSON[structs.Deployment](b, k)
+				if err != nil {
+					return err
+				}
+				if d == nil {
+					continue
+				}
+				cd = cachedDeployment{modifyIndex: d.ModifyIndex, d: d}
 			}
-			if d != nil && d.Active() {
-				out = append(out, d)
+			next[string(k)] = cd
+			if cd.d.Active() {
+				out = append(out, cd.d.Copy())
 			}
 		}
+		c.m = next
 		return nil
 	})
 	sortNewestFirst(out)

@@ -1,9 +1,10 @@
 package embedded
 
 import (
-	"bytes"
 	"context"
 	"fmt"
+	"sort"
+	"strings"
 	"sync"
 
 	bolt "go.etcd.io/bbolt"
@@ -85,18 +86,18 @@ func (s *Store) Node(ctx context.Context, id string) (*structs.Node, error) {
 	return out, err
 }
 
-// Nodes implements storage.Store.
+// Nodes implements storage.Store from the node cache (the timers list
+// every node each second).
 func (s *Store) Nodes(ctx context.Context, prefix string) ([]*structs.Node, error) {
 	var out []*structs.Node
 	err := s.read(ctx, func(tx *bolt.Tx) error {
-		c := tx.Bucket(bNodes).Cursor()
-		p := []byte(prefix)
-		for k, v := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, v = c.Next() {
-			n, err := decodeInto[structs.Node](v)
-			if err != nil {
-				return err
-			}
-			out = append(out, n)
+		nodes, err := s.allNodes(tx)
+		if err != nil {
+			return err
+		}
+		i := sort.Search(len(nodes), func(i int) bool { return nodes[i].ID >= prefix })
+		for ; i < len(nodes) && strings.HasPrefix(nodes[i].ID, prefix); i++ {
+			out = append(out, nodes[i])
 		}
 		return nil
 	})
@@ -180,6 +181,20 @@ type nodeCache struct {
 	index uint64
 	valid bool
 	nodes []*structs.Node // sorted by ID
+	byID  map[string]*structs.Node
+}
+
+// cachedNode returns node id from the cache when the cache holds the
+// nodes as tx sees them (ok false: read the node from tx).
+func (s *Store) cachedNode(tx *bolt.Tx, id string) (n *structs.Node, ok bool) {
+	idx := getUint(tx.Bucket(bMeta).Get([]byte("table/" + storage.TableNodes)))
+	c := &s.nodeCache
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !c.valid || c.index != idx {
+		return nil, false
+	}
+	return c.byID[id], true
 }
 
 // allNodes returns every node as of tx, sorted by ID, from the cache when
@@ -205,7 +220,11 @@ func (s *Store) allNodes(tx *bolt.Tx) ([]*structs.Node, error) {
 	}
 	c.mu.Lock()
 	if !c.valid || idx > c.index {
-		c.index, c.nodes, c.valid = idx, nodes, true
+		byID := make(map[string]*structs.Node, len(nodes))
+		for _, n := range nodes {
+			byID[n.ID] = n
+		}
+		c.index, c.nodes, c.byID, c.valid = idx, nodes, byID, true
 	}
 	c.mu.Unlock()
 	return nodes, nil

@@ -81,8 +81,9 @@ type Store struct {
 	// before the commit would.
 	crash func() error
 
-	nodeCache nodeCache
-	commits   committer
+	nodeCache   nodeCache
+	activeCache activeCache
+	commits     committer
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -91,7 +92,18 @@ var _ storage.Watcher = (*Store)(nil)
 // Open opens (creating if needed) the state file at path. It fails if
 // another process holds the file (after a 5 s wait).
 func Open(path string) (*Store, error) {
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 5 * time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		Timeout: 5 * time.Second,
+		// Map 1 GiB of address space from the start (not memory): a write
+		// that grows the file then never waits for readers to let go of
+		// the old mapping, so evaluations read while plans commit.
+		InitialMmapSize: 1 << 30,
+		// The free-page list kept in a hash map and not written at each
+		// commit (it is rebuilt when the file is opened), as etcd does:
+		// large files commit without rewriting a large list each time.
+		FreelistType:   bolt.FreelistMapType,
+		NoFreelistSync: true,
+	})
 	if errors.Is(err, bolterrors.ErrTimeout) {
 		return nil, fmt.Errorf("open state file %s: it is locked by another process (is a drover agent already running with this data dir?)", path)
 	}
@@ -190,6 +202,7 @@ func (s *Store) notify(tables map[string]bool) {
 
 // wtx is one write transaction: the new index and what it touched.
 type wtx struct {
+	store  *Store
 	tx     *bolt.Tx
 	index  uint64
 	tables map[string]bool
@@ -198,10 +211,15 @@ type wtx struct {
 	nodes  map[string]*structs.Node
 }
 
-// node returns a node as stored, decoded once per transaction (plan
-// commits read the node of every placement), or nil.
+// node returns a node as stored (shared: never modify it), or nil: from
+// the store's node cache when it is current for this transaction, else
+// decoded once per transaction. Plan commits read the node of every
+// placement.
 func (w *wtx) node(id string) (*structs.Node, error) {
 	if n, ok := w.nodes[id]; ok {
+		return n, nil
+	}
+	if n, ok := w.store.cachedNode(w.tx, id); ok {
 		return n, nil
 	}
 	n, err := getJSON[structs.Node](w.tx.Bucket(bNodes), []byte(id))
@@ -237,7 +255,7 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) (uint64, error
 // statuses of the jobs it touched refreshed, the indexes stamped.
 func (s *Store) runWrite(tx *bolt.Tx, fn func(w *wtx) error) (*wtx, error) {
 	meta := tx.Bucket(bMeta)
-	w := &wtx{tx: tx, index: getUint(meta.Get(keyIndex)) + 1, tables: map[string]bool{},
+	w := &wtx{store: s, tx: tx, index: getUint(meta.Get(keyIndex)) + 1, tables: map[string]bool{},
 		jobs: map[string][2]string{}, usage: map[string]*usageRec{}}
 	if err := fn(w); err != nil {
 		return nil, err
