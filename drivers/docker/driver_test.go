@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/drover-sched/drover/drivers"
+	"github.com/drover-sched/drover/drivers/shared/logfiles"
 	"github.com/drover-sched/drover/internal/dockertest"
 	"github.com/drover-sched/drover/internal/drivertest"
 )
@@ -335,5 +336,29 @@ func TestPullUsesAuth(t *testing.T) {
 	defer mu.Unlock()
 	if !slices.Contains(got, want) {
 		t.Fatalf("the registry saw Authorization %q, want %q among them", got, want)
+	}
+}
+
+// TestLogRotation: the container's log is rotated by the task's logs
+// block, as the supervisor rotates a process's.
+func TestLogRotation(t *testing.T) {
+	t.Parallel()
+	image := dockertest.Image(t)
+	d := newDriver(t, drivers.Options{})
+	cfg := taskConfig(t, image, "lines", "500")
+	cfg.Logs = drivers.LogConfig{MaxFiles: 2, MaxFileBytes: 1024}
+	start(t, d, cfg)
+	var files []logfiles.File
+	drivertest.WaitFor(t, 20*time.Second, "the last line logged", func() bool {
+		files, _ = logfiles.List(cfg.LogDir, "app.stdout")
+		if len(files) == 0 {
+			return false
+		}
+		b, _ := os.ReadFile(filepath.Join(cfg.LogDir, files[len(files)-1].Name))
+		return strings.HasSuffix(string(b), "line 500\n")
+	})
+	// 500 lines are about 4.4 KiB: five files of 1 KiB, the newest two kept.
+	if len(files) != 2 || files[1].Index != 4 || files[0].Size != 1024 {
+		t.Fatalf("log files %+v", files)
 	}
 }
