@@ -4,9 +4,14 @@
 // gives plan commits the all-or-nothing, serialized semantics the
 // invariants need without a server).
 //
-// Every write is one bbolt transaction that bumps a global index (Nomad's
-// Raft index stand-in) and stamps it on what it touched. Objects are
-// stored as JSON; secondary indexes are key-only buckets.
+// Every write runs in one bbolt transaction (writes arriving during a
+// commit share the next one: commit.go), bumps a global index (Nomad's
+// Raft index stand-in) and stamps it on what it touched. Allocs are stored
+// as CBOR (encoding.go), everything else as JSON; secondary indexes are
+// key-only buckets. Each node's usage is a record kept by the writes that
+// place or release allocs (usage.go), so neither an evaluation nor a
+// commit reads other jobs' allocs. Decoded nodes (and active deployments)
+// are cached, valid while the table index they were read at holds.
 package embedded
 
 import (
@@ -92,7 +97,22 @@ var _ storage.Watcher = (*Store)(nil)
 // Open opens (creating if needed) the state file at path. It fails if
 // another process holds the file (after a 5 s wait).
 func Open(path string) (*Store, error) {
+	return OpenWith(path, Options{})
+}
+
+// Options tune a store beyond Open's defaults.
+type Options struct {
+	// NoSync skips the fsync at each commit: a crash of the machine (not
+	// of the process) may lose the last commits. For benchmarks that
+	// measure computation rather than the disk, and throwaway state;
+	// never for an agent's state.
+	NoSync bool
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, opts Options) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		NoSync:  opts.NoSync,
 		Timeout: 5 * time.Second,
 		// Map 1 GiB of address space from the start (not memory): a write
 		// that grows the file then never waits for readers to let go of
