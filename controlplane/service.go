@@ -72,6 +72,7 @@ type Service struct {
 	now          func() time.Time
 	heartbeatTTL time.Duration
 	planner      Planner
+	configHook   func()
 
 	mu         sync.Mutex
 	heartbeats map[string]time.Time // node ID → last heartbeat
@@ -88,12 +89,17 @@ type Config struct {
 	HeartbeatTTL time.Duration
 	// Planner, when set, answers job plans (the evaluator, dry-running).
 	Planner Planner
+	// SchedulerConfigChanged, when set, is called after the scheduler
+	// configuration is written (the embedded home drops the evaluator's
+	// cached copy, so a pause takes effect at once).
+	SchedulerConfigChanged func()
 }
 
 // New returns a Service.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, queue: cfg.Queue, log: cfg.Logger, now: cfg.Now,
-		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}, planner: cfg.Planner}
+		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}, planner: cfg.Planner,
+		configHook: cfg.SchedulerConfigChanged}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

@@ -175,9 +175,9 @@ func TestNomadAPIRoutes(t *testing.T) {
 	if err != nil || !set.Updated {
 		t.Fatalf("pause: %+v %v", set, err)
 	}
-	time.Sleep(2 * time.Second) // the evaluator reads the configuration at most once a second
 	held := register(t, c, batchJob("held", script))
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(time.Second) // long enough for an unpaused evaluator to have run it
+
 	if e, _, err := c.Evaluations().Info(held, nil); err != nil || e.Status != "pending" {
 		t.Fatalf("eval while paused: %+v %v", e, err)
 	}
