@@ -51,6 +51,7 @@ type Store interface {
 	UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error)
 	GarbageCollect(ctx context.Context, olderThan time.Time) (*storage.GCResult, error)
 	AppendNodeEvents(ctx context.Context, nodeID string, events ...*structs.NodeEvent) (*structs.Node, error)
+	JobSubmission(ctx context.Context, namespace, jobID string, version uint64) (*structs.JobSubmission, error)
 	Namespace(ctx context.Context, name string) (*structs.Namespace, error)
 	Namespaces(ctx context.Context) ([]*structs.Namespace, error)
 	UpsertNamespace(ctx context.Context, ns *structs.Namespace) (*structs.Namespace, error)

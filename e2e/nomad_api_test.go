@@ -113,6 +113,9 @@ func TestNomadAPIRoutes(t *testing.T) {
 		t.Fatalf("scale: %+v %v", sr, err)
 	}
 	waitFor(t, 20*time.Second, "web at 3", func() bool { return runningCount(t, c, "web") == 3 })
+	if sub, _, err := c.Jobs().Submission("web", 1, nil); err != nil || !strings.Contains(sub.Source, `job "web"`) {
+		t.Fatalf("the scaled version's source (kept from version 0, as Nomad): %+v %v", sub, err)
+	}
 	st, _, err := c.Jobs().ScaleStatus("web", nil)
 	if err != nil || st.TaskGroups["web"].Desired != 3 || st.TaskGroups["web"].Running != 3 ||
 		len(st.TaskGroups["web"].Events) != 1 || st.TaskGroups["web"].Events[0].Message != "three, please" {
