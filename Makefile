@@ -47,6 +47,7 @@ dev-stop:
 ## bench: the benchmarks whose figures the README reports
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./reconcile/ ./scheduler/
+	$(GO) test -run '^$$' -bench . -benchmem -cpu 1 ./placement/
 
 ## bench-c1m: the C1M shape, small by default (100 jobs × 1,000 allocs on
 ## 1,000 nodes); ARGS="-nodes 5000 -jobs 1000 -count 1000" is Nomad's C1M

@@ -11,9 +11,12 @@
 // around the task's process. The alloc hooks are, in order: the alloc dir
 // (build, remove); the previous alloc (wait for the alloc this one
 // replaces to stop, then move its alloc/data and task local/ dirs, for
-// sticky or migrating ephemeral disks); deployment health (healthy after
-// min_healthy_time of running tasks, unhealthy on a failure or at
-// healthy_deadline). Lifecycle tasks (prestart, poststart, poststop,
+// sticky or migrating ephemeral disks; a previous alloc on another node is
+// asked about through the control plane, backing off on transient errors
+// and giving up, with a task event, on permanent ones); deployment health
+// (healthy after min_healthy_time of running tasks, unhealthy on a failure
+// or at healthy_deadline; each report names the deployment its health is
+// for). Lifecycle tasks (prestart, poststart, poststop,
 // sidecars) wait at gates the alloc runner opens from the task states.
 // The agent garbage-collects terminal allocs (see gc.go) and serves task
 // logs (StreamLogs).
