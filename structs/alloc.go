@@ -59,7 +59,7 @@ type Allocation struct {
 	// (LegacyResources); they are never stored.
 	Resources     *Resources            `json:",omitempty" cbor:"-"`
 	TaskResources map[string]*Resources `json:",omitempty" cbor:"-"`
-	Metrics            *AllocMetric        `json:",omitempty" cbor:"12,keyasint,omitempty"`
+	Metrics       *AllocMetric          `json:",omitempty" cbor:"12,keyasint,omitempty"`
 
 	DesiredStatus      string            `cbor:"13,keyasint,omitempty"`
 	DesiredDescription string            `cbor:"14,keyasint,omitempty"`
