@@ -78,6 +78,12 @@ func TestAllocEncodingKeepsEveryField(t *testing.T) {
 		t.Fatal("the job was stored with the alloc")
 	}
 	in.Job = nil
+	// Nomad's legacy resource fields are filled by the API on read and
+	// never stored.
+	if out.Resources != nil || out.TaskResources != nil {
+		t.Fatal("the legacy resources were stored with the alloc")
+	}
+	in.Resources, in.TaskResources = nil, nil
 	if !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip changed the alloc:\n in  %+v\n out %+v", in, out)
 	}
