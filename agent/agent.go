@@ -73,6 +73,11 @@ type Config struct {
 	NodeClass string
 	// EnableRawExec turns on the raw_exec driver outside dev mode.
 	EnableRawExec bool
+	// DockerAllowPrivileged and DockerVolumesEnabled are the docker
+	// driver's allow_privileged and volumes.enabled (both off by
+	// default, as in Nomad).
+	DockerAllowPrivileged bool
+	DockerVolumesEnabled  bool
 	// GCMaxAllocs is how many allocs a client keeps before it destroys
 	// terminal ones (Nomad's gc_max_allocs; default 50).
 	GCMaxAllocs int
@@ -194,8 +199,8 @@ func (a *Agent) newClient() error {
 		DataDir: filepath.Join(a.cfg.DataDir, "client"), NodeName: a.cfg.NodeName, Datacenter: a.cfg.Datacenter,
 		NodePool: a.cfg.NodePool, NodeClass: a.cfg.NodeClass, HTTPAddr: a.cfg.HTTPAddr, DevMode: a.cfg.Dev,
 		EnabledDrivers: drivers, PollInterval: a.cfg.PollInterval, SupervisorCommand: a.cfg.SupervisorCommand,
-		GCMaxAllocs: a.cfg.GCMaxAllocs,
-		Version:     Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
+		GCMaxAllocs: a.cfg.GCMaxAllocs, DockerAllowPrivileged: a.cfg.DockerAllowPrivileged, DockerVolumesEnabled: a.cfg.DockerVolumesEnabled,
+		Version: Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
 	})
 	if err != nil {
 		return fmt.Errorf("create node agent: %w", err)

@@ -27,6 +27,9 @@ const (
 	DefaultVersion = "0.1.0-dev"
 	// DefaultGCMaxAllocs is Config.GCMaxAllocs's default (Nomad's).
 	DefaultGCMaxAllocs = 50
+	// DefaultDriverFingerprintInterval is how often drivers are
+	// fingerprinted again (Nomad's docker driver's interval).
+	DefaultDriverFingerprintInterval = 30 * time.Second
 	// defaultHeartbeatTTL is assumed when the control plane returns none.
 	defaultHeartbeatTTL = 10 * time.Second
 	// shutdownReportTimeout bounds the final report at shutdown.
@@ -61,6 +64,19 @@ type Config struct {
 	// ExtraDrivers are drivers that are not built in, by name (tests: the
 	// mock driver); they are enabled when EnabledDrivers names them.
 	ExtraDrivers map[string]drivers.Driver
+	// DockerHost is the Docker Engine's address for the docker driver
+	// (default: DOCKER_HOST or the local socket).
+	DockerHost string
+	// DockerAllowPrivileged lets docker tasks run privileged (Nomad's
+	// docker plugin option allow_privileged; off by default).
+	DockerAllowPrivileged bool
+	// DockerVolumesEnabled lets docker tasks mount host paths outside
+	// their task dir (Nomad's docker volumes.enabled; off by default).
+	DockerVolumesEnabled bool
+	// DriverFingerprintInterval is how often the drivers are
+	// fingerprinted again; a change of health or attributes
+	// re-registers the node (default 30 s, Nomad's docker interval).
+	DriverFingerprintInterval time.Duration
 	// PollInterval is how often the assignment index is polled (default
 	// 1s).
 	PollInterval time.Duration
@@ -162,6 +178,9 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 	}
 	if cfg.GCMaxAllocs <= 0 {
 		cfg.GCMaxAllocs = DefaultGCMaxAllocs
+	}
+	if cfg.DriverFingerprintInterval <= 0 {
+		cfg.DriverFingerprintInterval = DefaultDriverFingerprintInterval
 	}
 	if len(cfg.SupervisorCommand) == 0 {
 		exe, err := os.Executable()
@@ -305,6 +324,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			a.heartbeatLoop(ctx)
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.driverFingerprintLoop(ctx)
 		}()
 		a.pollLoop(ctx, runCtx)
 	}

@@ -58,7 +58,17 @@ Agent Options:
     The node's name (default: the hostname), pool, class and datacenter.
 
   -enable-raw-exec
-    Enable the raw_exec driver on a client (always on in -dev).
+    Enable the raw_exec driver on a client (always on in -dev). The exec
+    and docker drivers are always enabled; their fingerprints say whether
+    they can run on the node (exec: root and cgroups; docker: an engine
+    that answers).
+
+  -docker-allow-privileged
+    Let docker tasks run privileged (Nomad's allow_privileged). Default off.
+
+  -docker-volumes-enabled
+    Let docker tasks mount host paths outside their task dir (Nomad's
+    volumes.enabled). Default off.
 
   -gc-max-allocs=<n>
     Allocations a client keeps before destroying terminal ones. Default = 50
@@ -89,6 +99,8 @@ func (c *AgentCommand) Run(args []string) int {
 	nodeClass := fs.String("node-class", "", "class of this agent's node")
 	datacenter := fs.String("dc", "", "datacenter of this agent's node (default \"dc1\")")
 	rawExec := fs.Bool("enable-raw-exec", false, "enable the raw_exec driver on a client (always on in -dev)")
+	dockerPrivileged := fs.Bool("docker-allow-privileged", false, "let docker tasks run privileged (Nomad's allow_privileged)")
+	dockerVolumes := fs.Bool("docker-volumes-enabled", false, "let docker tasks mount host paths outside their task dir (Nomad's volumes.enabled)")
 	gcMaxAllocs := fs.Int("gc-max-allocs", 50, "allocs a client keeps before destroying terminal ones (Nomad's gc_max_allocs)")
 	heartbeatTTL := fs.Duration("heartbeat-ttl", 0, "heartbeat TTL servers hand to nodes (default 10s); a node silent for TTL+grace is down")
 	workers := fs.Int("workers", 0, "number of evaluation workers (servers; default four per CPU core)")
@@ -161,7 +173,8 @@ func (c *AgentCommand) Run(args []string) int {
 	}
 	a, err := agent.New(agent.Config{DataDir: dir, HTTPAddr: *httpAddr, Dev: *dev, Server: *server, Client: *client,
 		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
-		Datacenter: *datacenter, EnableRawExec: *rawExec, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log})
+		Datacenter: *datacenter, EnableRawExec: *rawExec,
+		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover agent: %v\n", err)
 		return 1
