@@ -218,6 +218,7 @@ func TestWithIndexes(t *testing.T) {
 	seed := 0
 	fill(reflect.ValueOf(full).Elem(), &seed)
 	full.Job = nil
+	full.Resources, full.TaskResources = nil, nil // API-only, never stored
 	small := &structs.Allocation{ID: "a1", NodeID: "n1"}
 	for _, in := range []*structs.Allocation{full, small} {
 		for _, idx := range []uint64{2, 23, 24, 255, 256, 70000, 1 << 33} {
