@@ -237,29 +237,36 @@ func (ts *TaskState) Successful() bool {
 
 // Task event types, Nomad's strings.
 const (
-	TaskReceived           = "Received"
-	TaskSetup              = "Task Setup"
-	TaskSetupFailure       = "Setup Failure"
-	TaskDriverFailure      = "Driver Failure"
-	TaskStarted            = "Started"
-	TaskTerminated         = "Terminated"
-	TaskKilling            = "Killing"
-	TaskKilled             = "Killed"
-	TaskRestarting         = "Restarting"
-	TaskNotRestarting      = "Not Restarting"
-	TaskSiblingFailed      = "Sibling Task Failed"
-	TaskLeaderDead         = "Leader Task Dead"
-	TaskMainDead           = "Main Tasks Dead"
-	TaskRestoreFailed      = "Failed Restoring Task"
-	TaskRestartSignal      = "Restart Signaled"
-	TaskSignaling          = "Signaling"
-	TaskClientReconnected  = "Reconnected"
-	TaskPluginUnhealthy    = "Plugin became unhealthy"
-	TaskWaitingPrevAlloc   = "Waiting for previous alloc"
-	TaskBuildingTaskDir    = "Building Task Directory"
-	TaskHookFailed         = "Task hook failed"
-	TaskMaxEventsPerTask   = 10 // events kept per task, oldest dropped first
-	TaskEventDriverMessage = "Driver"
+	TaskReceived          = "Received"
+	TaskSetup             = "Task Setup"
+	TaskSetupFailure      = "Setup Failure"
+	TaskDriverFailure     = "Driver Failure"
+	TaskStarted           = "Started"
+	TaskTerminated        = "Terminated"
+	TaskKilling           = "Killing"
+	TaskKilled            = "Killed"
+	TaskRestarting        = "Restarting"
+	TaskNotRestarting     = "Not Restarting"
+	TaskSiblingFailed     = "Sibling Task Failed"
+	TaskLeaderDead        = "Leader Task Dead"
+	TaskMainDead          = "Main Tasks Dead"
+	TaskRestoreFailed     = "Failed Restoring Task"
+	TaskRestartSignal     = "Restart Signaled"
+	TaskSignaling         = "Signaling"
+	TaskClientReconnected = "Reconnected"
+	TaskPluginUnhealthy   = "Plugin became unhealthy"
+	TaskWaitingPrevAlloc  = "Waiting for previous alloc"
+	TaskBuildingTaskDir   = "Building Task Directory"
+	TaskHookFailed        = "Task hook failed"
+	// TaskHookMessage is a message from a task hook ("Template skipped
+	// signal ...").
+	TaskHookMessage = "Task hook message"
+	// TaskDownloadingArtifacts: the task's artifacts are being fetched.
+	TaskDownloadingArtifacts = "Downloading Artifacts"
+	// TaskArtifactDownloadFailed: fetching an artifact failed.
+	TaskArtifactDownloadFailed = "Failed Artifact Download"
+	TaskMaxEventsPerTask       = 10 // events kept per task, oldest dropped first
+	TaskEventDriverMessage     = "Driver"
 )
 
 // TaskPreviousAllocSkipped is the event of a task that starts without
