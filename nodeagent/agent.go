@@ -53,7 +53,9 @@ type Config struct {
 	NodeClass string
 	// Meta is the node's metadata.
 	Meta map[string]string
-	// HTTPAddr is the address the node advertises (optional).
+	// HTTPAddr is the address ("host:port") where the node serves its
+	// client routes, advertised in the node's HTTPAddr (optional; see
+	// SetHTTPAddr).
 	HTTPAddr string
 	// DevMode is the dev agent: raw_exec is enabled by default, and a
 	// graceful shutdown stops every task (otherwise tasks keep running
@@ -121,6 +123,8 @@ type Agent struct {
 	nodeID string
 	nodeMu sync.Mutex
 	node   *structs.Node
+	// advertised is the HTTPAddr set by SetHTTPAddr.
+	advertised string
 
 	// Set by Run.
 	state     *stateDB
@@ -249,6 +253,27 @@ func (a *Agent) Node() *structs.Node {
 	return a.node.Copy()
 }
 
+// SetHTTPAddr sets the address the node advertises for its client routes
+// (once its listener is bound); the next registration carries it. Call it
+// before Run.
+func (a *Agent) SetHTTPAddr(addr string) {
+	a.nodeMu.Lock()
+	defer a.nodeMu.Unlock()
+	a.advertised = addr
+	if a.node != nil {
+		a.node.HTTPAddr = addr
+	}
+}
+
+func (a *Agent) httpAddr() string {
+	a.nodeMu.Lock()
+	defer a.nodeMu.Unlock()
+	if a.advertised != "" {
+		return a.advertised
+	}
+	return a.cfg.HTTPAddr
+}
+
 func (a *Agent) allocsDir() string { return filepath.Join(a.cfg.DataDir, "alloc") }
 
 func (a *Agent) stateDBPath() string { return filepath.Join(a.cfg.DataDir, "client", "state.db") }
@@ -272,7 +297,7 @@ func (a *Agent) refreshNode() error {
 		ID:                    a.nodeID,
 		Datacenter:            a.cfg.Datacenter,
 		Name:                  name,
-		HTTPAddr:              a.cfg.HTTPAddr,
+		HTTPAddr:              a.httpAddr(),
 		Attributes:            attrs,
 		NodeResources:         res,
 		Meta:                  meta,
