@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	driverspkg "github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/drivers/catalog"
 	"github.com/drover-sched/drover/structs"
 )
@@ -344,7 +345,7 @@ func TestStopIsKept(t *testing.T) {
 
 func TestRegisterDriver(t *testing.T) {
 	const name = "test_exec"
-	RegisterDriver(name, func(config map[string]any) []*ValidationError {
+	RegisterDriver(name, func(config map[string]any, _ driverspkg.ValidateContext) []*ValidationError {
 		if _, ok := config["image"]; !ok {
 			return []*ValidationError{{Field: "image", Rule: "is required"}}
 		}
