@@ -59,8 +59,8 @@ type Config struct {
 	// HTTPAddr is the API's listen address (servers; default
 	// 127.0.0.1:4646; port 0 picks a free one).
 	HTTPAddr string
-	// Workers is the number of evaluation workers (default: one per CPU
-	// core, at least 2, as Nomad's num_schedulers). Evaluations of
+	// Workers is the number of evaluation workers (default
+	// scheduler.DefaultWorkers: four per CPU core). Evaluations of
 	// different jobs compute in parallel; the store serializes commits.
 	Workers int
 	// NodeName names the node of a client (default: the hostname).

@@ -358,16 +358,22 @@ func TestAWSHomeEndToEnd(t *testing.T) {
 	waitFor(t, 60*time.Second, "one batch job complete and one failed", func() bool {
 		return len(status("batch-ok")["run/complete"]) == 1 && len(status("batch-fail")["run/failed"]) == 1
 	})
+	// The failed alloc's follow-up eval is created when the failure is
+	// reported, so it may still be on its way through the queue: every
+	// eval of both jobs ends complete.
 	for _, id := range []string{"batch-ok", "batch-fail"} {
-		evals, _, err := c.Jobs().Evaluations(id, nil)
-		if err != nil || len(evals) == 0 {
-			t.Fatalf("evaluations of %s: %v", id, err)
-		}
-		for _, e := range evals {
-			if e.Status != "complete" {
-				t.Errorf("eval %s of %s: %s", e.ID, id, e.Status)
+		waitFor(t, 30*time.Second, "every evaluation of "+id+" complete", func() bool {
+			evals, _, err := c.Jobs().Evaluations(id, nil)
+			if err != nil || len(evals) == 0 {
+				return false
 			}
-		}
+			for _, e := range evals {
+				if e.Status != "complete" {
+					return false
+				}
+			}
+			return true
+		})
 	}
 	if n := strings.Count(pump.out.String(), "delivered"); n < 6 {
 		t.Fatalf("the pump delivered %d batches to the evaluate function; every evaluation goes through it", n)

@@ -145,6 +145,9 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 	if cfg.NodePool == "" {
 		cfg.NodePool = structs.DefaultNodePool
 	}
+	if p, ok := cp.(Pacer); ok && cfg.PollInterval <= 0 {
+		cfg.PollInterval = p.PollInterval()
+	}
 	if cfg.PollInterval <= 0 {
 		cfg.PollInterval = DefaultPollInterval
 	}
@@ -438,8 +441,26 @@ func (a *Agent) register(ctx context.Context) bool {
 	}
 }
 
-// heartbeatLoop heartbeats at a third of the TTL; after failures it
-// retries quickly and re-registers.
+// Pacer is an optional interface of a ControlPlane that sets the agent's
+// pace where each request is paid for (the AWS home, controlplane/awscp):
+// the assignment poll interval when Config.PollInterval is not set, and
+// how many heartbeats the agent sends per heartbeat TTL (default 3; 0
+// keeps the default).
+type Pacer interface {
+	PollInterval() time.Duration
+	HeartbeatsPerTTL() int
+}
+
+// heartbeatsPerTTL is how many heartbeats the agent sends per TTL.
+func (a *Agent) heartbeatsPerTTL() time.Duration {
+	if p, ok := a.cp.(Pacer); ok && p.HeartbeatsPerTTL() > 0 {
+		return time.Duration(p.HeartbeatsPerTTL())
+	}
+	return 3
+}
+
+// heartbeatLoop heartbeats at a third of the TTL (or as the control
+// plane's Pacer says); after failures it retries quickly and re-registers.
 func (a *Agent) heartbeatLoop(ctx context.Context) {
 	// Start from the TTL the registration answered: a short TTL must be
 	// honoured from the first heartbeat on.
@@ -448,10 +469,11 @@ func (a *Agent) heartbeatLoop(ctx context.Context) {
 		ttl = defaultHeartbeatTTL
 	}
 	failures := 0
+	per := a.heartbeatsPerTTL()
 	for {
-		wait := ttl / 3
+		wait := ttl / per
 		if failures > 0 {
-			wait = min(time.Second, ttl/3)
+			wait = min(time.Second, ttl/per)
 		}
 		select {
 		case <-ctx.Done():

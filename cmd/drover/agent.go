@@ -67,7 +67,7 @@ Agent Options:
     Heartbeat TTL servers hand to nodes. Default = 10s
 
   -workers=<n>
-    Evaluation workers of a server. Default = one per CPU core, at least 2
+    Evaluation workers of a server. Default = four per CPU core
 
   -log-level=<level>, -log-json
     debug, info, warn or error; JSON logs.`)
@@ -91,7 +91,7 @@ func (c *AgentCommand) Run(args []string) int {
 	rawExec := fs.Bool("enable-raw-exec", false, "enable the raw_exec driver on a client (always on in -dev)")
 	gcMaxAllocs := fs.Int("gc-max-allocs", 50, "allocs a client keeps before destroying terminal ones (Nomad's gc_max_allocs)")
 	heartbeatTTL := fs.Duration("heartbeat-ttl", 0, "heartbeat TTL servers hand to nodes (default 10s); a node silent for TTL+grace is down")
-	workers := fs.Int("workers", 0, "number of evaluation workers (servers; default one per CPU core, at least 2)")
+	workers := fs.Int("workers", 0, "number of evaluation workers (servers; default four per CPU core)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "write logs as JSON")
 	if err := fs.Parse(args); err != nil {

@@ -34,7 +34,27 @@ type ControlPlane struct {
 	ttl time.Duration
 }
 
-var _ nodeagent.ControlPlane = (*ControlPlane)(nil)
+var (
+	_ nodeagent.ControlPlane = (*ControlPlane)(nil)
+	_ nodeagent.Pacer        = (*ControlPlane)(nil)
+)
+
+// The agent's pace on AWS, where each request is paid for: an idle node
+// costs one eventually consistent read per poll (0.5 read units) and one
+// write per heartbeat. Polling every 3 s picks a new assignment up 1.5 s
+// after it lands at the median; two heartbeats per TTL (the API hands out
+// 3 minutes) tolerate one lost heartbeat. The README's cost section has
+// the arithmetic.
+const (
+	PollInterval     = 3 * time.Second
+	HeartbeatsPerTTL = 2
+)
+
+// PollInterval implements nodeagent.Pacer.
+func (c *ControlPlane) PollInterval() time.Duration { return PollInterval }
+
+// HeartbeatsPerTTL implements nodeagent.Pacer.
+func (c *ControlPlane) HeartbeatsPerTTL() int { return HeartbeatsPerTTL }
 
 // New builds the control plane: api is the drover API's URL (API
 // Gateway), table the DynamoDB table.

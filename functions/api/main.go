@@ -1,6 +1,7 @@
 // Command api is the API Lambda function: API Gateway HTTP API (payload
 // 2.0) requests in, the same HTTP handlers the dev agent serves, responses
-// out (awslabs/aws-lambda-go-api-proxy's adapter).
+// out (awslabs/aws-lambda-go-api-proxy's adapter; a response too large for
+// Lambda is answered 400, see awshome.APIHandler).
 package main
 
 import (
@@ -8,7 +9,6 @@ import (
 	"log"
 
 	"github.com/aws/aws-lambda-go/lambda"
-	"github.com/awslabs/aws-lambda-go-api-proxy/httpadapter"
 
 	"github.com/drover-sched/drover/internal/awshome"
 )
@@ -18,5 +18,5 @@ func main() {
 	if err != nil {
 		log.Fatal(err)
 	}
-	lambda.Start(httpadapter.NewV2(h.API()).ProxyWithContext)
+	lambda.Start(awshome.APIHandler(h.API(), 0, h.Log.Named("api")))
 }

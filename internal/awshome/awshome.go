@@ -12,6 +12,8 @@
 //	DROVER_SCHEDULE_GROUP      schedule group (default "drover")
 //	DROVER_DELIVERY_LIMIT      deliveries before an eval is failed (default 3)
 //	DROVER_PENDING_AFTER       the sweeper re-sends evals pending longer than this (default 2m)
+//	DROVER_HEARTBEAT_TTL       heartbeat TTL handed to node agents (default 3m; agents heartbeat twice per TTL)
+//	DROVER_HEARTBEAT_GRACE     a node silent for its TTL plus this is down or disconnected (default 30s)
 //	DROVER_LOG_LEVEL           debug, info (default), warn, error
 //	DROVER_BOOTSTRAP_TOKEN_HASH  hex SHA-256 of the bootstrap X-Nomad-Token (authorizer)
 //	DROVER_NODE_ROLE_ARNS      comma-separated IAM role ARNs allowed on the node-agent
@@ -62,13 +64,21 @@ type Home struct {
 	PendingAfter  time.Duration
 	// GCEvery is how often the sweeper collects garbage (default 15 min).
 	GCEvery time.Duration
+	// HeartbeatTTL is handed to node agents (DROVER_HEARTBEAT_TTL, default
+	// DefaultHeartbeatTTL); HeartbeatGrace is added to it before a silent
+	// node is handled as Nomad handles a missed heartbeat
+	// (DROVER_HEARTBEAT_GRACE, default DefaultHeartbeatGrace).
+	HeartbeatTTL   time.Duration
+	HeartbeatGrace time.Duration
 	// NodeRoles are the IAM roles allowed on the node-agent routes
 	// (DROVER_NODE_ROLE_ARNS).
 	NodeRoles *NodeRoles
 }
 
-// FromEnv builds the home from the environment.
-func FromEnv(ctx context.Context) (*Home, error) {
+// FromEnv builds the home from the environment; opts change the AWS
+// configuration before any client is made from it (tests add SDK
+// middleware).
+func FromEnv(ctx context.Context, opts ...func(*aws.Config)) (*Home, error) {
 	log, err := logger(os.Getenv("DROVER_LOG_LEVEL"))
 	if err != nil {
 		return nil, err
@@ -76,6 +86,9 @@ func FromEnv(ctx context.Context) (*Home, error) {
 	cfg, err := config.LoadDefaultConfig(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("load AWS configuration: %w", err)
+	}
+	for _, o := range opts {
+		o(&cfg)
 	}
 	h := &Home{AWS: cfg, Log: log, QueueURL: os.Getenv("DROVER_QUEUE_URL"), DeliveryLimit: evsqs.DefaultDeliveryLimit, PendingAfter: 2 * time.Minute, GCEvery: 15 * time.Minute}
 	if v := os.Getenv("DROVER_DELIVERY_LIMIT"); v != "" {
@@ -86,6 +99,18 @@ func FromEnv(ctx context.Context) (*Home, error) {
 	if v := os.Getenv("DROVER_PENDING_AFTER"); v != "" {
 		if h.PendingAfter, err = time.ParseDuration(v); err != nil {
 			return nil, fmt.Errorf("DROVER_PENDING_AFTER %q: %w", v, err)
+		}
+	}
+	for _, d := range []struct {
+		env string
+		v   *time.Duration
+		def time.Duration
+	}{{"DROVER_HEARTBEAT_TTL", &h.HeartbeatTTL, DefaultHeartbeatTTL}, {"DROVER_HEARTBEAT_GRACE", &h.HeartbeatGrace, DefaultHeartbeatGrace}} {
+		*d.v = d.def
+		if v := os.Getenv(d.env); v != "" {
+			if *d.v, err = time.ParseDuration(v); err != nil || *d.v < 0 {
+				return nil, fmt.Errorf("%s %q: want a duration such as 3m", d.env, v)
+			}
 		}
 	}
 	if h.NodeRoles, err = ParseNodeRoles(os.Getenv("DROVER_NODE_ROLE_ARNS")); err != nil {
@@ -100,9 +125,21 @@ func FromEnv(ctx context.Context) (*Home, error) {
 	}
 	h.Evaluator = &scheduler.Evaluator{State: h.Store, Queue: h.Queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
 		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: h.Store}, Logger: log.Named("scheduler")}
-	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control"), Planner: h.Evaluator})
+	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control"), Planner: h.Evaluator,
+		HeartbeatTTL: h.HeartbeatTTL})
 	return h, nil
 }
+
+// The AWS home's heartbeat defaults. Each request is paid for: an agent
+// heartbeats twice per TTL (every 90 s; controlplane/awscp's Pacer) and
+// the sweeper, which runs every minute, handles a node silent for TTL plus
+// grace as a missed heartbeat, so a node that dies is marked down (or
+// disconnected) 2 to 4.5 minutes after its last heartbeat. See the
+// README's cost section for what this costs per node.
+const (
+	DefaultHeartbeatTTL   = 3 * time.Minute
+	DefaultHeartbeatGrace = 30 * time.Second
+)
 
 // EvaluateHandler is the evaluate function's SQS batch handler.
 func (h *Home) EvaluateHandler() *evsqs.Handler {
@@ -166,9 +203,11 @@ type SweepResult struct {
 // Sweep is the AWS home's timers, run every minute by a schedule: evals
 // pending longer than PendingAfter are sent again (no lost evaluation);
 // node liveness from the heartbeat items the agents write (a node silent
-// for twice its TTL is handled as Nomad handles a missed heartbeat, one
-// heard from again is ready again); deployment deadlines and
-// auto-promotion; drains; and, every GCEvery, garbage collection.
+// for its TTL plus HeartbeatGrace is handled as Nomad handles a missed
+// heartbeat, one heard from again is ready again); deployment deadlines
+// and auto-promotion; drains (when a node drains); and, every GCEvery,
+// garbage collection. Its reads of an idle cluster are few and eventually
+// consistent where they only choose what to look at.
 func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
 	now := time.Now()
 	res := &SweepResult{}
@@ -178,17 +217,29 @@ func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
 	n, err := scheduler.SweepPending(ctx, h.Store, h.Queue.Resender(now), h.PendingAfter, now, h.Log.Named("sweeper"))
 	res.Resent = n
 	errs = append(errs, err)
-	nodes, err := h.Store.Nodes(ctx, "")
+	live, err := h.Store.NodesLiveness(ctx)
 	errs = append(errs, err)
-	for _, node := range nodes {
-		at, ttl, ok, err := h.Store.LastHeartbeat(ctx, node.ID)
-		if err != nil || !ok {
-			errs = append(errs, err)
+	draining := false
+	for _, l := range live {
+		draining = draining || l.Drain
+		if !l.Heard {
 			continue
 		}
-		alive := now.Before(at.Add(2 * ttl))
+		alive := l.Alive(now, h.HeartbeatGrace)
+		if alive == l.Serving() {
+			continue
+		}
+		// The listing is eventually consistent: confirm before acting.
+		at, ttl, heard, err := h.Store.LastHeartbeat(ctx, l.NodeID)
+		node, nerr := h.Store.Node(ctx, l.NodeID)
+		if err != nil || nerr != nil {
+			errs = append(errs, err, nerr)
+			continue
+		}
+		l = ddb.NodeLiveness{NodeID: node.ID, Status: node.Status, HeartbeatAt: at, TTL: ttl, Heard: heard}
+		alive = l.Alive(now, h.HeartbeatGrace)
 		switch {
-		case !alive && (node.Status == structs.NodeStatusReady || node.Status == structs.NodeStatusInit):
+		case !alive && l.Serving():
 			errs = append(errs, h.Service.NodeMissedHeartbeat(ctx, node.ID))
 			res.NodesDown++
 		case alive && (node.Status == structs.NodeStatusDown || node.Status == structs.NodeStatusDisconnected):
@@ -197,7 +248,10 @@ func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
 			res.NodesBack++
 		}
 	}
-	errs = append(errs, h.Service.CheckDeployments(ctx), h.Service.RunDrainer(ctx))
+	errs = append(errs, h.Service.CheckDeployments(ctx))
+	if draining {
+		errs = append(errs, h.Service.RunDrainer(ctx))
+	}
 	if every := int64(h.GCEvery / time.Minute); every > 0 && (now.Unix()/60)%every == 0 {
 		res.Collected, err = h.Service.GarbageCollect(ctx, time.Hour)
 		errs = append(errs, err)

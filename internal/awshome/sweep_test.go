@@ -17,9 +17,11 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
-// TestSweepNodeLiveness: the sweeper marks a node whose heartbeat item
-// went stale as Nomad marks a missed heartbeat, and a node heard from
-// again ready, from the heartbeat items agents write on AWS.
+// TestSweepNodeLiveness: the API hands node agents the AWS heartbeat TTL;
+// the sweeper marks a node whose heartbeat item is older than its TTL plus
+// the grace as Nomad marks a missed heartbeat (not before), a node heard
+// from again ready, from the heartbeat items agents write on AWS; and it
+// runs the drainer when a node drains.
 func TestSweepNodeLiveness(t *testing.T) {
 	ctx := context.Background()
 	cfg := awstest.Config(t)
@@ -40,8 +42,9 @@ func TestSweepNodeLiveness(t *testing.T) {
 	}
 	node := &structs.Node{ID: "n1", Name: "n1", Datacenter: "dc1", NodePool: "default",
 		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 1000}, Memory: structs.NodeMemoryResources{MemoryMB: 1000}}}
-	if _, err := h.Service.RegisterNode(ctx, node); err != nil {
-		t.Fatal(err)
+	ttl, err := h.Service.RegisterNode(ctx, node)
+	if err != nil || ttl != awshome.DefaultHeartbeatTTL {
+		t.Fatalf("registration handed TTL %s (%v), want %s", ttl, err, awshome.DefaultHeartbeatTTL)
 	}
 	status := func() string {
 		n, err := h.Store.Node(ctx, "n1")
@@ -54,6 +57,10 @@ func TestSweepNodeLiveness(t *testing.T) {
 		t.Fatal(err)
 	}
 	time.Sleep(20 * time.Millisecond)
+	if res, err := h.Sweep(ctx); err != nil || res.NodesDown != 0 || status() != structs.NodeStatusReady {
+		t.Fatalf("silent past its TTL but within the grace: %+v %v, node %s", res, err, status())
+	}
+	h.HeartbeatGrace = 0
 	res, err := h.Sweep(ctx)
 	if err != nil || res.NodesDown != 1 || status() != structs.NodeStatusDown {
 		t.Fatalf("stale heartbeat: %+v %v, node %s", res, err, status())
@@ -67,5 +74,15 @@ func TestSweepNodeLiveness(t *testing.T) {
 	}
 	if res, _ := h.Sweep(ctx); res.NodesDown+res.NodesBack != 0 || len(res.Errors) != 0 {
 		t.Fatalf("a steady node changed: %+v", res)
+	}
+	// A drain of a node without allocs ends at the next sweep.
+	if _, err := h.Store.UpdateNodeDrain(ctx, "n1", &structs.DrainStrategy{}, false); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := h.Sweep(ctx); err != nil || len(res.Errors) != 0 {
+		t.Fatalf("sweep with a draining node: %+v %v", res, err)
+	}
+	if n, _ := h.Store.Node(ctx, "n1"); n.Drain {
+		t.Fatal("the sweep did not run the drainer for a draining node")
 	}
 }

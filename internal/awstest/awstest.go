@@ -18,6 +18,7 @@ package awstest
 import (
 	"bufio"
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -25,6 +26,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -136,6 +138,7 @@ func Run(m *testing.M, o Options) int {
 	setDefault("AWS_REGION", "us-east-1")
 	setDefault("AWS_ACCESS_KEY_ID", "test")
 	setDefault("AWS_SECRET_ACCESS_KEY", "test")
+	moreParallel()
 	if url := os.Getenv("AWS_ENDPOINT_URL"); url != "" {
 		leg = External
 		fmt.Printf("awstest: running the tests on %s\n", url)
@@ -160,6 +163,22 @@ func Run(m *testing.M, o Options) int {
 		}
 	}
 	return code
+}
+
+// Parallel is how many parallel tests the AWS packages run unless
+// -test.parallel says otherwise: their tests wait on an emulator (moto
+// answers in milliseconds, from one Python process), not on the CPU.
+const Parallel = 8
+
+func moreParallel() {
+	if !flag.Parsed() {
+		flag.Parse()
+	}
+	set := false
+	flag.Visit(func(f *flag.Flag) { set = set || f.Name == "test.parallel" })
+	if !set {
+		_ = flag.Set("test.parallel", strconv.Itoa(max(Parallel, runtime.GOMAXPROCS(0))))
+	}
 }
 
 func legs() []string {

@@ -136,11 +136,11 @@ func (h *home) live(jobID string) []*structs.Allocation {
 // in chunks (≤ 100 actions each); a crash after chunk 3 leaves a partial
 // plan; the redelivered evaluation completes it with exactly 1,000 live
 // allocs, unique names, no node over-committed and no leaked capacity. On
-// moto the plan has 200 placements (still 5 chunks): its transactions copy
+// moto the plan has 120 placements (still 4 chunks): its transactions copy
 // the table once per action, so 1,000 would take minutes.
 func TestChunkedPlanCrashAfterChunk(t *testing.T) {
 	t.Parallel()
-	count := awstest.OnMoto(1000, 200)
+	count := awstest.OnMoto(1000, 120)
 	var chunks atomic.Int32
 	var crashed atomic.Bool
 	h := newHome(t, ddb.Config{AfterChunk: func(p *structs.Plan, k int) error {

@@ -577,6 +577,12 @@ func (s *Store) queryIndex(ctx context.Context, index, pkAttr, skAttr, pk, prefi
 // batchGet reads items by key, strongly consistent; missing ones are
 // absent from the result, which is keyed by keyString.
 func (s *Store) batchGet(ctx context.Context, keys []item) (map[string]item, error) {
+	return s.batchGetWith(ctx, keys, true)
+}
+
+// batchGetWith is batchGet with the read's consistency (an eventually
+// consistent read of an item under 4 KB is half a read unit).
+func (s *Store) batchGetWith(ctx context.Context, keys []item, consistent bool) (map[string]item, error) {
 	out := make(map[string]item, len(keys))
 	seen := map[string]bool{}
 	var uniq []item
@@ -589,7 +595,7 @@ func (s *Store) batchGet(ctx context.Context, keys []item) (map[string]item, err
 	}
 	for len(uniq) > 0 {
 		n := min(len(uniq), 100)
-		req := map[string]types.KeysAndAttributes{s.table: {Keys: uniq[:n], ConsistentRead: aws.Bool(true)}}
+		req := map[string]types.KeysAndAttributes{s.table: {Keys: uniq[:n], ConsistentRead: aws.Bool(consistent)}}
 		uniq = uniq[n:]
 		for attempt := 0; len(req) > 0; attempt++ {
 			res, err := s.db.BatchGetItem(ctx, &dynamodb.BatchGetItemInput{RequestItems: req})

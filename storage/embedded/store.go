@@ -92,7 +92,22 @@ var _ storage.Watcher = (*Store)(nil)
 // Open opens (creating if needed) the state file at path. It fails if
 // another process holds the file (after a 5 s wait).
 func Open(path string) (*Store, error) {
+	return OpenWith(path, Options{})
+}
+
+// Options tune a store beyond Open's defaults.
+type Options struct {
+	// NoSync skips the fsync at each commit: a crash of the machine (not
+	// of the process) may lose the last commits. For benchmarks that
+	// measure computation rather than the disk, and throwaway state;
+	// never for an agent's state.
+	NoSync bool
+}
+
+// OpenWith is Open with options.
+func OpenWith(path string, opts Options) (*Store, error) {
 	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		NoSync:  opts.NoSync,
 		Timeout: 5 * time.Second,
 		// Map 1 GiB of address space from the start (not memory): a write
 		// that grows the file then never waits for readers to let go of
