@@ -73,6 +73,12 @@ type Config struct {
 	NodeClass string
 	// EnableRawExec turns on the raw_exec driver outside dev mode.
 	EnableRawExec bool
+	// Network settings of a client's node (nodeagent.Config): the address
+	// its allocs' ports are on, or the interface to take it from; the
+	// dynamic port range; the reserved host ports.
+	NetworkAddress, NetworkInterface string
+	MinDynamicPort, MaxDynamicPort   int
+	ReservedPorts                    string
 	// GCMaxAllocs is how many allocs a client keeps before it destroys
 	// terminal ones (Nomad's gc_max_allocs; default 50).
 	GCMaxAllocs int
@@ -194,8 +200,9 @@ func (a *Agent) newClient() error {
 		DataDir: filepath.Join(a.cfg.DataDir, "client"), NodeName: a.cfg.NodeName, Datacenter: a.cfg.Datacenter,
 		NodePool: a.cfg.NodePool, NodeClass: a.cfg.NodeClass, HTTPAddr: a.cfg.HTTPAddr, DevMode: a.cfg.Dev,
 		EnabledDrivers: drivers, PollInterval: a.cfg.PollInterval, SupervisorCommand: a.cfg.SupervisorCommand,
-		GCMaxAllocs: a.cfg.GCMaxAllocs,
-		Version:     Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
+		GCMaxAllocs: a.cfg.GCMaxAllocs, NetworkAddress: a.cfg.NetworkAddress, NetworkInterface: a.cfg.NetworkInterface,
+		MinDynamicPort: a.cfg.MinDynamicPort, MaxDynamicPort: a.cfg.MaxDynamicPort, ReservedPorts: a.cfg.ReservedPorts,
+		Version: Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
 	})
 	if err != nil {
 		return fmt.Errorf("create node agent: %w", err)

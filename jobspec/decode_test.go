@@ -451,7 +451,7 @@ func TestValidateStructsJob(t *testing.T) {
 	bad.Multiregion = &structs.Multiregion{Regions: []*structs.MultiregionRegion{{Name: "eu"}}}
 	bad.TaskGroups[0].Tasks[0].Resources.Cores = 2
 	err := Validate(bad)
-	assertError(t, err, "Job.Type", "not supported by drover yet")
+	assertError(t, err, `Job.TaskGroups[0] "web".ReschedulePolicy`, "must not be set for system jobs")
 	assertError(t, err, "Job", "multiregion block is not supported")
 	assertError(t, err, `Job.TaskGroups[0] "web".Tasks[0] "server".Resources.Cores`, "not supported")
 	assertError(t, Validate(nil), "Job", "is missing")

@@ -202,7 +202,7 @@ func (e *Evaluator) compute(ctx context.Context, ev *structs.Evaluation, propose
 	nodes := make([]placement.NodeCandidate, 0, len(usage))
 	byID := make(map[string]*structs.Node, len(usage))
 	for _, u := range usage {
-		nodes = append(nodes, placement.NodeCandidate{Node: u.Node, Used: u.Used})
+		nodes = append(nodes, placement.NodeCandidate{Node: u.Node, Used: u.Used, Ports: u.Ports})
 		byID[u.Node.ID] = u.Node
 	}
 	job := query.Job
