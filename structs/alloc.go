@@ -258,6 +258,7 @@ const (
 	TaskMainDead           = "Main Tasks Dead"
 	TaskRestoreFailed      = "Failed Restoring Task"
 	TaskRestartSignal      = "Restart Signaled"
+	TaskSignaling          = "Signaling"
 	TaskClientReconnected  = "Reconnected"
 	TaskPluginUnhealthy    = "Plugin became unhealthy"
 	TaskWaitingPrevAlloc   = "Waiting for previous alloc"
@@ -290,6 +291,10 @@ type TaskEvent struct {
 	KillError      string            `json:",omitempty" cbor:"14,keyasint,omitempty"`
 	StartDelay     int64             `json:",omitempty" cbor:"15,keyasint,omitempty"` // nanoseconds
 	FailedSibling  string            `json:",omitempty" cbor:"16,keyasint,omitempty"`
+	// TaskSignal and TaskSignalReason name a signal sent through the API
+	// and why (Nomad's "Signaling" event).
+	TaskSignal       string `json:",omitempty" cbor:"17,keyasint,omitempty"`
+	TaskSignalReason string `json:",omitempty" cbor:"18,keyasint,omitempty"`
 }
 
 // AllocState is one recorded transition of an alloc's client status.
