@@ -209,6 +209,16 @@ type TaskConfig struct {
 	Events func(message string) `json:"-"`
 }
 
+// ValidateContext is what the task config's rules know of the task's
+// group on the node: the labels of the ports the alloc holds.
+func (c *TaskConfig) ValidateContext() ValidateContext {
+	var vc ValidateContext
+	for _, p := range c.Ports {
+		vc.GroupPorts = append(vc.GroupPorts, p.Label)
+	}
+	return vc
+}
+
 // EnvList returns Env as sorted KEY=value entries.
 func (c *TaskConfig) EnvList() []string {
 	return sortedEnv(c.Env)

@@ -105,6 +105,13 @@ type nodeState struct {
 	ports     *nodePorts
 }
 
+// Eligible reports whether node n may take placements of job: ready
+// (status ready, eligible, not draining), in the job's node pool and one
+// of its datacenters. The system scheduler asks it of every node.
+func Eligible(job *structs.Job, n *structs.Node) bool {
+	return n.Ready() && inNodePool(n, job.NodePool) && inDatacenters(n.Datacenter, job.Datacenters)
+}
+
 // NewPlacer prepares placement of job's groups over nodes. live are the
 // job's non-terminal allocations, those the plan stops included (Release
 // them); they count for anti-affinity and distinct_hosts /

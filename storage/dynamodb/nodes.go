@@ -313,7 +313,8 @@ func (s *Store) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility s
 
 // CandidateNodes implements storage.Store: today it reads every node item
 // (usage from the counters plan and report transactions keep on it) and
-// keeps those q selects.
+// keeps those q selects; the nodes q names that the listing lacks are read
+// by key.
 func (s *Store) CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*storage.NodeUsage, error) {
 	recs, err := s.nodeRecords(ctx, "")
 	if err != nil {
@@ -327,7 +328,33 @@ func (s *Store) CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*sto
 	for _, r := range recs {
 		if include[r.node.ID] || q.Candidate(r.node) {
 			out = append(out, &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs), Ports: r.ports})
+			delete(include, r.node.ID)
 		}
+	}
+	// The listing comes from gsi1, eventually consistent: a node that has
+	// just registered may be missing from it. The nodes the query names
+	// (the node of a node-update evaluation, the nodes of the job's
+	// allocs) are read from the table itself.
+	if len(include) > 0 {
+		keys := make([]item, 0, len(include))
+		for id := range include {
+			keys = append(keys, key(nodePK(id), skMeta))
+		}
+		items, err := s.batchGet(ctx, keys)
+		if err != nil {
+			return nil, fmt.Errorf("read candidate nodes: %w", err)
+		}
+		for _, it := range items {
+			if getS(it, "SK") != skMeta || s.valueless(strings.TrimPrefix(getS(it, "PK"), "NODE#"), it) {
+				continue
+			}
+			r, err := decodeNode(it)
+			if err != nil {
+				return nil, fmt.Errorf("read candidate nodes: %w", err)
+			}
+			out = append(out, &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs), Ports: r.ports})
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Node.ID < out[j].Node.ID })
 	}
 	return out, nil
 }
