@@ -186,7 +186,7 @@ func (a *Agent) newServer() error {
 	a.evaluator = newEvaluator(store, a.broker, a.log.Named("scheduler"))
 	a.evaluator.BeforeCommit = a.cfg.BeforeCommit
 	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
-		HeartbeatTTL: a.cfg.HeartbeatTTL, Planner: a.evaluator})
+		HeartbeatTTL: a.cfg.HeartbeatTTL, Planner: a.evaluator, SchedulerConfigChanged: a.evaluator.Config.Invalidate})
 	a.timers = controlplane.NewTimers(a.service, a.cfg.Timers)
 	if a.forward, err = loadForwardSigner(serverDir); err != nil {
 		store.Close()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"os/exec"
 	"slices"
 	"strings"
 	"testing"
@@ -139,6 +140,21 @@ func TestClientRoutesThroughServer(t *testing.T) {
 		"X-Drover-Forward-Signature": "AAAA"}
 	if code, body := httpGet(t, direct, forged); code != 403 {
 		t.Fatalf("forged forward: %d %s", code, body)
+	}
+
+	// drover's CLI in server + client mode: logs and exec reach the client.
+	cli := func(args ...string) (string, int) {
+		cmd := exec.Command(droverBin, args...)
+		cmd.Stdin = strings.NewReader("from-stdin\n")
+		out, _ := cmd.CombinedOutput()
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	addr := "-address=http://" + cl.server.addr
+	if out, code := cli("alloc", "logs", addr, alloc.ID[:8]); code != 0 || !strings.HasPrefix(out, "started\n") {
+		t.Fatalf("drover alloc logs: exit %d\n%s", code, out)
+	}
+	if out, code := cli("alloc", "exec", addr, alloc.ID[:8], "/bin/sh", "-c", "cat; exit 5"); code != 5 || out != "from-stdin\n" {
+		t.Fatalf("drover alloc exec: exit %d\n%s", code, out)
 	}
 
 	// The client gone: the server says which node it could not reach.

@@ -59,23 +59,61 @@ func (s *Server) HandleClient(node ClientNode) {
 	s.client = node
 }
 
-// clientRoutes registers Nomad's client routes. Each resolves where the
+// clientRoute is one client route: its mux pattern and handler.
+type clientRoute struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// clientRouteTable lists Nomad's client routes. Each resolves where the
 // alloc (or node) runs: here, or on another node it is forwarded to.
-func (s *Server) clientRoutes() {
-	m := s.mux
+func (s *Server) clientRouteTable() []clientRoute {
+	var t []clientRoute
+	add := func(pattern string, h http.HandlerFunc) { t = append(t, clientRoute{pattern, h}) }
 	for _, method := range []string{"PUT", "POST"} {
-		m.HandleFunc(method+" /v1/client/allocation/{id}/restart", s.onAllocNode("id", s.clientRestart))
-		m.HandleFunc(method+" /v1/client/allocation/{id}/signal", s.onAllocNode("id", s.clientSignal))
+		add(method+" /v1/client/allocation/{id}/restart", s.onAllocNode("id", s.clientRestart))
+		add(method+" /v1/client/allocation/{id}/signal", s.onAllocNode("id", s.clientSignal))
 	}
-	m.HandleFunc("GET /v1/client/allocation/{id}/exec", s.onAllocNode("id", s.clientExec))
-	m.HandleFunc("GET /v1/client/allocation/{id}/stats", s.onAllocNode("id", s.clientAllocStats))
-	m.HandleFunc("GET /v1/client/stats", s.clientHostStatsRoute)
-	m.HandleFunc("GET /v1/client/fs/logs/{alloc_id}", s.onAllocNode("alloc_id", s.clientLogs))
-	m.HandleFunc("GET /v1/client/fs/ls/{alloc_id}", s.onAllocNode("alloc_id", s.clientLs))
-	m.HandleFunc("GET /v1/client/fs/stat/{alloc_id}", s.onAllocNode("alloc_id", s.clientStat))
-	m.HandleFunc("GET /v1/client/fs/readat/{alloc_id}", s.onAllocNode("alloc_id", s.clientReadAt))
-	m.HandleFunc("GET /v1/client/fs/cat/{alloc_id}", s.onAllocNode("alloc_id", s.clientCat))
-	m.HandleFunc("GET /v1/client/fs/stream/{alloc_id}", s.onAllocNode("alloc_id", s.clientStream))
+	add("GET /v1/client/allocation/{id}/exec", s.onAllocNode("id", s.clientExec))
+	add("GET /v1/client/allocation/{id}/stats", s.onAllocNode("id", s.clientAllocStats))
+	add("GET /v1/client/stats", s.clientHostStatsRoute)
+	add("GET /v1/client/fs/logs/{alloc_id}", s.onAllocNode("alloc_id", s.clientLogs))
+	add("GET /v1/client/fs/ls/{alloc_id}", s.onAllocNode("alloc_id", s.clientLs))
+	add("GET /v1/client/fs/stat/{alloc_id}", s.onAllocNode("alloc_id", s.clientStat))
+	add("GET /v1/client/fs/readat/{alloc_id}", s.onAllocNode("alloc_id", s.clientReadAt))
+	add("GET /v1/client/fs/cat/{alloc_id}", s.onAllocNode("alloc_id", s.clientCat))
+	add("GET /v1/client/fs/stream/{alloc_id}", s.onAllocNode("alloc_id", s.clientStream))
+	return t
+}
+
+// ClientRouteCapabilities declares what a caller of each client route
+// needs, by mux pattern, as Nomad checks it: any one of the listed
+// namespace capabilities in the namespace of the allocation the path names
+// (path value "id" or "alloc_id"), or "node:read" for the host's stats.
+// It is the client routes' part of the ACL capability table; a test keeps
+// it in step with clientRouteTable. The forward-key route needs nothing:
+// it hands out a public key.
+var ClientRouteCapabilities = map[string][]string{
+	"PUT /v1/client/allocation/{id}/restart":  {"alloc-lifecycle"},
+	"POST /v1/client/allocation/{id}/restart": {"alloc-lifecycle"},
+	"PUT /v1/client/allocation/{id}/signal":   {"alloc-lifecycle"},
+	"POST /v1/client/allocation/{id}/signal":  {"alloc-lifecycle"},
+	"GET /v1/client/allocation/{id}/exec":     {"alloc-exec"},
+	"GET /v1/client/allocation/{id}/stats":    {"read-job"},
+	"GET /v1/client/stats":                    {"node:read"},
+	"GET /v1/client/fs/logs/{alloc_id}":       {"read-logs", "read-fs"},
+	"GET /v1/client/fs/ls/{alloc_id}":         {"read-fs"},
+	"GET /v1/client/fs/stat/{alloc_id}":       {"read-fs"},
+	"GET /v1/client/fs/readat/{alloc_id}":     {"read-fs"},
+	"GET /v1/client/fs/cat/{alloc_id}":        {"read-fs"},
+	"GET /v1/client/fs/stream/{alloc_id}":     {"read-fs"},
+}
+
+// clientRoutes registers the client routes.
+func (s *Server) clientRoutes() {
+	for _, r := range s.clientRouteTable() {
+		s.mux.HandleFunc(r.pattern, r.handler)
+	}
 }
 
 // clientHandler serves a client route on the node that runs the alloc.

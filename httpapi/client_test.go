@@ -268,3 +268,21 @@ func TestClientRoutesWithNomadsClient(t *testing.T) {
 		}
 	}
 }
+
+// TestEveryClientRouteDeclaresItsCapabilities: the ACL table's rows for
+// the client routes exist for every one of them, and only for them.
+func TestEveryClientRouteDeclaresItsCapabilities(t *testing.T) {
+	routes := (&Server{}).clientRouteTable()
+	seen := map[string]bool{}
+	for _, r := range routes {
+		seen[r.pattern] = true
+		if len(ClientRouteCapabilities[r.pattern]) == 0 {
+			t.Errorf("%s declares no capability", r.pattern)
+		}
+	}
+	for p := range ClientRouteCapabilities {
+		if !seen[p] {
+			t.Errorf("capabilities declared for %s, which is not a client route", p)
+		}
+	}
+}

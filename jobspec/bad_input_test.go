@@ -425,7 +425,43 @@ func TestBadInput(t *testing.T) {
 		{name: "artifact", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://example.com/x.tgz"}) }, field: tp, rule: "artifact block is not supported"},
 		{name: "vault", mut: func(m obj) { tsk(m, 0, 0)["Vault"] = obj{"Policies": list("p")} }, field: tp, rule: "vault block is not supported"},
 		{name: "task consul", mut: func(m obj) { tsk(m, 0, 0)["Consul"] = obj{} }, field: tp, rule: "consul block is not supported"},
-		{name: "template", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(obj{"EmbeddedTmpl": "x", "DestPath": "local/x"}) }, field: tp, rule: "template block is not supported"},
+		// Templates.
+		{name: "template consul", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(tmpl("local/app.conf", `{{ key "app/port" }}`)) }, field: tp + ".Templates[0].EmbeddedTmpl", rule: `template for "local/app.conf" calls key, which reads Consul`},
+		{name: "template vault", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(tmpl("secrets/db", `{{ with secret "db/creds" }}{{ .Data.password }}{{ end }}`))
+		}, field: tp + ".Templates[0].EmbeddedTmpl", rule: "calls secret, which reads Vault"},
+		{name: "template parse", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(tmpl("local/x", `{{ nosuch }}`)) }, field: tp + ".Templates[0].EmbeddedTmpl", rule: `function "nosuch" not defined`},
+		{name: "template nothing", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x"}) }, field: tp + ".Templates[0]", rule: "must have a source or data"},
+		{name: "template both", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "SourcePath": "local/in.tpl"})
+		}, field: tp + ".Templates[0]", rule: "not have both a source and data"},
+		{name: "template no destination", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(obj{"EmbeddedTmpl": "x"}) }, field: tp + ".Templates[0].DestPath", rule: "must be set"},
+		{name: "template destination escapes", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(tmpl("../../etc/passwd", "x")) }, field: tp + ".Templates[0].DestPath", rule: "must stay inside the allocation directory"},
+		{name: "template source escapes", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "SourcePath": "../../../etc/shadow"})
+		}, field: tp + ".Templates[0].SourcePath", rule: "must stay inside the allocation directory"},
+		{name: "template same destination", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(tmpl("local/x", "a"), tmpl("./local/x", "b")) }, field: tp + ".Templates[1].DestPath", rule: "also the destination of Templates[0]"},
+		{name: "template change_mode script", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "ChangeMode": "script", "ChangeScript": obj{"Command": "/bin/true"}})
+		}, field: tp + ".Templates[0].ChangeMode", rule: `change_mode "script" is not supported by drover yet`},
+		{name: "template change_mode unknown", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "ChangeMode": "reload"})
+		}, field: tp + ".Templates[0].ChangeMode", rule: `unknown change_mode "reload"`},
+		{name: "template signal unknown", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "ChangeMode": "signal", "ChangeSignal": "SIGNOPE"})
+		}, field: tp + ".Templates[0].ChangeSignal", rule: `unknown signal "SIGNOPE"`},
+		{name: "template signal with env", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "X=1", "ChangeMode": "signal", "Envvars": true})
+		}, field: tp + ".Templates[0].ChangeMode", rule: "env = true"},
+		{name: "template perms", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "Perms": "rw-r--r--"})
+		}, field: tp + ".Templates[0].Perms", rule: "octal file mode"},
+		{name: "template splay", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "Splay": -1})
+		}, field: tp + ".Templates[0].Splay", rule: "must not be negative"},
+		{name: "template wait", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "Wait": obj{"Min": ns("10s"), "Max": ns("2s")}})
+		}, field: tp + ".Templates[0].Wait", rule: "must not be greater than max"},
 		{name: "dispatch_payload", mut: func(m obj) { tsk(m, 0, 0)["DispatchPayload"] = obj{"File": "in"} }, field: tp, rule: "dispatch_payload block is not supported"},
 		{name: "volume_mount", mut: func(m obj) { tsk(m, 0, 0)["VolumeMounts"] = list(obj{"Volume": "data", "Destination": "/data"}) }, field: tp, rule: "volume_mount block is not supported"},
 		{name: "csi_plugin", mut: func(m obj) { tsk(m, 0, 0)["CSIPluginConfig"] = obj{"ID": "ebs", "Type": "node"} }, field: tp, rule: "csi_plugin block is not supported"},
@@ -475,6 +511,8 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+func tmpl(dest, data string) obj { return obj{"DestPath": dest, "EmbeddedTmpl": data} }
 
 const minimalBatchOneGroup = `{"Job": {
 	"ID": "report",

@@ -85,7 +85,12 @@
 //     Lifecycle, Config (checked by the driver), Constraints, Env, Resources, RestartPolicy, Meta, KillTimeout,
 //     LogConfig (with the deprecated Enabled = false read as Disabled),
 //     Leader, ShutdownDelay, KillSignal (empty means SIGINT, as in Nomad).
-//   - rejected: Affinities, Services, Artifacts, Vault, Consul, Templates,
+//   - Templates: source or data, destination, change_mode (noop, restart,
+//     signal with change_signal), splay, perms, uid/gid, delimiters, env,
+//     error_on_missing_key, once, wait; see templates.go for the rules
+//     (Nomad's Template.Validate, plus the functions a template may call:
+//     tasktemplate.Check).
+//   - rejected: Affinities, Services, Artifacts, Vault, Consul,
 //     DispatchPayload, VolumeMounts, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //

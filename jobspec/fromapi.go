@@ -230,7 +230,6 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		{len(t.Artifacts) > 0, "artifact"},
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
-		{len(t.Templates) > 0, "template"},
 		{t.DispatchPayload != nil, "dispatch_payload"},
 		{len(t.VolumeMounts) > 0, "volume_mount"},
 		{t.CSIPluginConfig != nil, "csi_plugin"},
@@ -246,6 +245,7 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 			errs.unsupported(tp, b.name)
 		}
 	}
+	checkTemplatesInput(t.Templates, tp, errs)
 	if t.Kind != "" {
 		errs.add(join(tp, "Kind"), "task kind %q (Consul Connect) is not supported by drover yet", t.Kind)
 	}
@@ -429,6 +429,7 @@ func convertTask(t *api.Task) *structs.Task {
 		Leader:        t.Leader,
 		ShutdownDelay: t.ShutdownDelay,
 		KillSignal:    t.KillSignal,
+		Templates:     convertTemplates(t.Templates),
 	}
 	if t.Lifecycle != nil {
 		out.Lifecycle = &structs.TaskLifecycle{Hook: t.Lifecycle.Hook, Sidecar: t.Lifecycle.Sidecar}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
+	"github.com/drover-sched/drover/tasktemplate"
 )
 
 // Defaults of Config.
@@ -161,6 +162,11 @@ type Agent struct {
 	// for the stats routes.
 	cpu  cpuSamples
 	host hostSampler
+
+	// services answers templates' nomadService and nomadServices; nil
+	// until drover has a service registry (the job parser refuses those
+	// functions meanwhile).
+	services tasktemplate.ServiceLookup
 }
 
 // New validates cfg, fills its defaults, loads (or creates) the node ID in

@@ -53,7 +53,13 @@ type Allocation struct {
 
 	// AllocatedResources is what the alloc holds on its node.
 	AllocatedResources *AllocatedResources `json:",omitempty" cbor:"11,keyasint,omitempty"`
-	Metrics            *AllocMetric        `json:",omitempty" cbor:"12,keyasint,omitempty"`
+	// Resources and TaskResources are Nomad's older per-alloc and
+	// per-task resource fields, which its CLI still reads (`node status`,
+	// `alloc status`). The API fills them from AllocatedResources
+	// (LegacyResources); they are never stored.
+	Resources     *Resources            `json:",omitempty" cbor:"-"`
+	TaskResources map[string]*Resources `json:",omitempty" cbor:"-"`
+	Metrics       *AllocMetric          `json:",omitempty" cbor:"12,keyasint,omitempty"`
 
 	DesiredStatus      string            `cbor:"13,keyasint,omitempty"`
 	DesiredDescription string            `cbor:"14,keyasint,omitempty"`
@@ -243,29 +249,36 @@ func (ts *TaskState) Successful() bool {
 
 // Task event types, Nomad's strings.
 const (
-	TaskReceived           = "Received"
-	TaskSetup              = "Task Setup"
-	TaskSetupFailure       = "Setup Failure"
-	TaskDriverFailure      = "Driver Failure"
-	TaskStarted            = "Started"
-	TaskTerminated         = "Terminated"
-	TaskKilling            = "Killing"
-	TaskKilled             = "Killed"
-	TaskRestarting         = "Restarting"
-	TaskNotRestarting      = "Not Restarting"
-	TaskSiblingFailed      = "Sibling Task Failed"
-	TaskLeaderDead         = "Leader Task Dead"
-	TaskMainDead           = "Main Tasks Dead"
-	TaskRestoreFailed      = "Failed Restoring Task"
-	TaskRestartSignal      = "Restart Signaled"
-	TaskSignaling          = "Signaling"
-	TaskClientReconnected  = "Reconnected"
-	TaskPluginUnhealthy    = "Plugin became unhealthy"
-	TaskWaitingPrevAlloc   = "Waiting for previous alloc"
-	TaskBuildingTaskDir    = "Building Task Directory"
-	TaskHookFailed         = "Task hook failed"
-	TaskMaxEventsPerTask   = 10 // events kept per task, oldest dropped first
-	TaskEventDriverMessage = "Driver"
+	TaskReceived          = "Received"
+	TaskSetup             = "Task Setup"
+	TaskSetupFailure      = "Setup Failure"
+	TaskDriverFailure     = "Driver Failure"
+	TaskStarted           = "Started"
+	TaskTerminated        = "Terminated"
+	TaskKilling           = "Killing"
+	TaskKilled            = "Killed"
+	TaskRestarting        = "Restarting"
+	TaskNotRestarting     = "Not Restarting"
+	TaskSiblingFailed     = "Sibling Task Failed"
+	TaskLeaderDead        = "Leader Task Dead"
+	TaskMainDead          = "Main Tasks Dead"
+	TaskRestoreFailed     = "Failed Restoring Task"
+	TaskRestartSignal     = "Restart Signaled"
+	TaskSignaling         = "Signaling"
+	TaskClientReconnected = "Reconnected"
+	TaskPluginUnhealthy   = "Plugin became unhealthy"
+	TaskWaitingPrevAlloc  = "Waiting for previous alloc"
+	TaskBuildingTaskDir   = "Building Task Directory"
+	TaskHookFailed        = "Task hook failed"
+	// TaskHookMessage is a message from a task hook ("Template skipped
+	// signal ...").
+	TaskHookMessage = "Task hook message"
+	// TaskDownloadingArtifacts: the task's artifacts are being fetched.
+	TaskDownloadingArtifacts = "Downloading Artifacts"
+	// TaskArtifactDownloadFailed: fetching an artifact failed.
+	TaskArtifactDownloadFailed = "Failed Artifact Download"
+	TaskMaxEventsPerTask       = 10 // events kept per task, oldest dropped first
+	TaskEventDriverMessage     = "Driver"
 )
 
 // TaskPreviousAllocSkipped is the event of a task that starts without
@@ -554,4 +567,23 @@ func (a *Allocation) Stub() *AllocListStub {
 // String names the alloc for logs and errors.
 func (a *Allocation) String() string {
 	return fmt.Sprintf("alloc %s (%s)", a.ID, a.Name)
+}
+
+// LegacyResources fills Resources and TaskResources from
+// AllocatedResources: CPU MHz, memory MiB per task, the group's disk MiB.
+func (a *Allocation) LegacyResources() {
+	ar := a.AllocatedResources
+	if ar == nil {
+		return
+	}
+	total := &Resources{DiskMB: int(ar.Shared.DiskMB)}
+	a.TaskResources = make(map[string]*Resources, len(ar.Tasks))
+	for name, t := range ar.Tasks {
+		r := &Resources{CPU: int(t.Cpu.CpuShares), MemoryMB: int(t.Memory.MemoryMB), MemoryMaxMB: int(t.Memory.MemoryMaxMB)}
+		a.TaskResources[name] = r
+		total.CPU += r.CPU
+		total.MemoryMB += r.MemoryMB
+		total.MemoryMaxMB += r.MemoryMaxMB
+	}
+	a.Resources = total
 }

@@ -184,6 +184,14 @@ type TaskGroup struct {
 	PreventRescheduleOnLost bool `json:",omitempty"`
 	// ShutdownDelay is waited between deregistering and killing tasks.
 	ShutdownDelay *time.Duration `json:",omitempty"`
+	// MaxRunDuration, for batch and sysbatch jobs, is how long an
+	// allocation of the group may run, from its creation, before the node
+	// agent stops it (Nomad's group max_run_duration).
+	MaxRunDuration *time.Duration `json:",omitempty"`
+	// Volumes are the group's volume blocks by name (host volumes).
+	Volumes map[string]*VolumeRequest `json:",omitempty"`
+	// Scaling is the group's scaling block: Min and Max bound its count.
+	Scaling *ScalingPolicy `json:",omitempty"`
 }
 
 // LookupTask returns the task with the given name, or nil.
@@ -239,6 +247,12 @@ type Task struct {
 	// KillSignal is the first signal sent on stop (default SIGINT, as in
 	// Nomad).
 	KillSignal string
+	// Templates are rendered into the task dir before the task starts.
+	Templates []*Template `json:",omitempty"`
+	// Artifacts are fetched into the task dir before the task starts.
+	Artifacts []*TaskArtifact `json:",omitempty"`
+	// VolumeMounts mount the group's volumes into the task.
+	VolumeMounts []*VolumeMount `json:",omitempty"`
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

@@ -45,6 +45,9 @@ type Node struct {
 	StatusDescription     string
 	StatusUpdatedAt       int64 // unix seconds, as Nomad
 	Drivers               map[string]*DriverInfo
+	// HostVolumes are the host volumes the client offers, by name (the
+	// agent's -host-volume flags).
+	HostVolumes map[string]*ClientHostVolumeConfig `json:",omitempty"`
 	// Events are the node's last MaxRetainedNodeEvents events, oldest
 	// first (registration, drain, eligibility, status changes).
 	Events      []*NodeEvent
@@ -180,6 +183,13 @@ func (n *Node) Copy() *Node {
 			ec := *e
 			ec.Details = copyStringMap(e.Details)
 			c.Events[i] = &ec
+		}
+	}
+	if n.HostVolumes != nil {
+		c.HostVolumes = make(map[string]*ClientHostVolumeConfig, len(n.HostVolumes))
+		for k, v := range n.HostVolumes {
+			hv := *v
+			c.HostVolumes[k] = &hv
 		}
 	}
 	if n.Drivers != nil {
