@@ -509,6 +509,9 @@ func (tr *taskRunner) taskConfig(id string) *drivers.TaskConfig {
 		cfg.Resources = drivers.Resources{CPU: r.CPU, MemoryMB: r.MemoryMB, MemoryMaxMB: r.MemoryMaxMB}
 	}
 	cfg.Logs.MaxFiles, cfg.Logs.MaxFileBytes, cfg.Logs.Disabled = logSettings(tr.task)
+	if ar := tr.alloc.AllocatedResources; ar != nil && len(ar.Shared.Ports) > 0 {
+		cfg.Ports = append([]structs.AllocatedPortMapping(nil), ar.Shared.Ports...)
+	}
 	cfg.Events = func(msg string) { tr.update("", driverMessageEvent(msg)) }
 	return cfg
 }

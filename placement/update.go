@@ -24,8 +24,9 @@ import (
 // Destructive (stop and replace), when anything a running task was started
 // with changes:
 //   - the group: its number of tasks or their names, its ephemeral disk
-//     (size, sticky, migrate), its restart policy's render_templates, its
-//     volume blocks;
+//     (size, sticky, migrate), its network block (mode, ports: the
+//     ports a task was started with), its restart policy's
+//     render_templates, its volume blocks;
 //   - per task: driver, user, driver config, env, resources (CPU, cores,
 //     memory, memory max), lifecycle (hook, sidecar), whether logging is
 //     disabled, the restart policy's render_templates, templates,
@@ -118,6 +119,7 @@ func destructiveChange(oldJob *structs.Job, oldTG *structs.TaskGroup, newJob *st
 	switch {
 	case len(oldTG.Tasks) != len(newTG.Tasks),
 		!ephemeralDiskEqual(oldTG.EphemeralDisk, newTG.EphemeralDisk),
+		!structs.NetworksEqual(oldTG.Networks, newTG.Networks),
 		rendersTemplates(oldTG.RestartPolicy) != rendersTemplates(newTG.RestartPolicy),
 		!reflect.DeepEqual(oldTG.Volumes, newTG.Volumes):
 		return true

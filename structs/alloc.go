@@ -137,9 +137,15 @@ type AllocatedMemoryResources struct {
 	MemoryMaxMB int64 `cbor:"2,keyasint,omitempty"` // MiB
 }
 
-// AllocatedSharedResources holds the group's ephemeral disk in MiB.
+// AllocatedSharedResources is what the alloc's tasks share: the group's
+// ephemeral disk in MiB and, for a group with a network block, the network
+// it was given on its node (Networks: mode, the node's IP and device, each
+// port with its host port) and its ports (Ports: label, host port, mapped
+// port, host IP), in Nomad's shapes (`nomad alloc status` reads both).
 type AllocatedSharedResources struct {
-	DiskMB int64 `cbor:"1,keyasint,omitempty"` // MiB
+	DiskMB   int64                  `cbor:"1,keyasint,omitempty"` // MiB
+	Networks []*NetworkResource     `cbor:"2,keyasint,omitempty"`
+	Ports    []AllocatedPortMapping `cbor:"3,keyasint,omitempty"`
 }
 
 // Comparable flattens the allocated resources for fit checks.
@@ -433,6 +439,10 @@ func (a *Allocation) Copy() *Allocation {
 	c := *a
 	if a.AllocatedResources != nil {
 		ar := &AllocatedResources{Tasks: make(map[string]*AllocatedTaskResources, len(a.AllocatedResources.Tasks)), Shared: a.AllocatedResources.Shared}
+		ar.Shared.Networks = CopyNetworks(a.AllocatedResources.Shared.Networks)
+		if a.AllocatedResources.Shared.Ports != nil {
+			ar.Shared.Ports = append([]AllocatedPortMapping(nil), a.AllocatedResources.Shared.Ports...)
+		}
 		for k, v := range a.AllocatedResources.Tasks {
 			tv := *v
 			ar.Tasks[k] = &tv

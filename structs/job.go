@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Job types, as in Nomad. drover schedules service and batch jobs; system and
-// sysbatch are recognised only so that validation can reject them by name.
+// Job types, as in Nomad: service and batch jobs go through the reconciler,
+// system and sysbatch jobs through the system scheduler (one alloc of each
+// group per eligible node).
 const (
 	JobTypeService  = "service"
 	JobTypeBatch    = "batch"
@@ -47,7 +48,7 @@ type Job struct {
 	Namespace   string
 	ID          string
 	Name        string
-	Type        string // JobTypeService or JobTypeBatch
+	Type        string // JobTypeService, JobTypeBatch, JobTypeSystem or JobTypeSysBatch
 	Priority    int    // 1..100
 	AllAtOnce   bool
 	Datacenters []string // empty or ["*"] means every datacenter
@@ -155,11 +156,14 @@ func (j *Job) Copy() *Job {
 // TaskGroup is a set of tasks placed together on one node; Count copies of
 // it run, each one allocation named job.group[index].
 type TaskGroup struct {
-	Name          string
-	Count         int
-	Constraints   []*Constraint
-	Tasks         []*Task
-	RestartPolicy *RestartPolicy `json:",omitempty"`
+	Name        string
+	Count       int
+	Constraints []*Constraint
+	Tasks       []*Task
+	// Networks is the group's network block (at most one): its mode and
+	// the static and dynamic ports its allocs hold on their node.
+	Networks      []*NetworkResource `json:",omitempty"`
+	RestartPolicy *RestartPolicy     `json:",omitempty"`
 	// ReschedulePolicy decides whether and when a failed allocation is
 	// replaced on another node (control-plane side; restarts are local).
 	ReschedulePolicy *ReschedulePolicy `json:",omitempty"`

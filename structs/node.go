@@ -56,11 +56,17 @@ type Node struct {
 }
 
 // NodeResources is a node's total capacity: CPU in MHz, memory and disk in
-// MiB.
+// MiB; its networks (the host network: mode "host", the node's address in
+// IP, its interface in Device) and the range of ports dynamic ports are
+// chosen from (MinDynamicPort..MaxDynamicPort inclusive; 0: Nomad's
+// defaults, see DynamicPortRange).
 type NodeResources struct {
-	Cpu    NodeCpuResources
-	Memory NodeMemoryResources
-	Disk   NodeDiskResources
+	Cpu            NodeCpuResources
+	Memory         NodeMemoryResources
+	Disk           NodeDiskResources
+	Networks       []*NetworkResource
+	MinDynamicPort int
+	MaxDynamicPort int
 }
 
 // NodeCpuResources is a node's CPU: total MHz over all cores.
@@ -79,11 +85,13 @@ type NodeDiskResources struct {
 	DiskMB int64 // MiB
 }
 
-// NodeReservedResources is held back from scheduling.
+// NodeReservedResources is held back from scheduling: CPU, memory, disk
+// and host ports (Networks.ReservedHostPorts).
 type NodeReservedResources struct {
-	Cpu    NodeReservedCpuResources
-	Memory NodeReservedMemoryResources
-	Disk   NodeReservedDiskResources
+	Cpu      NodeReservedCpuResources
+	Memory   NodeReservedMemoryResources
+	Disk     NodeReservedDiskResources
+	Networks NodeReservedNetworkResources
 }
 
 // NodeReservedCpuResources is reserved CPU in MHz.
@@ -158,6 +166,7 @@ func (n *Node) Copy() *Node {
 	c.Meta = copyStringMap(n.Meta)
 	if n.NodeResources != nil {
 		r := *n.NodeResources
+		r.Networks = CopyNetworks(n.NodeResources.Networks)
 		c.NodeResources = &r
 	}
 	if n.ReservedResources != nil {
