@@ -61,14 +61,6 @@ resource "aws_dynamodb_table" "state" {
     name = "g2sk"
     type = "S"
   }
-  attribute {
-    name = "g3pk"
-    type = "S"
-  }
-  attribute {
-    name = "g3sk"
-    type = "S"
-  }
 
   global_secondary_index {
     name            = "gsi1"
@@ -80,12 +72,6 @@ resource "aws_dynamodb_table" "state" {
     name            = "gsi2"
     hash_key        = "g2pk"
     range_key       = "g2sk"
-    projection_type = "KEYS_ONLY"
-  }
-  global_secondary_index {
-    name            = "gsi3"
-    hash_key        = "g3pk"
-    range_key       = "g3sk"
     projection_type = "KEYS_ONLY"
   }
 

@@ -43,9 +43,10 @@ var (
 // one placement (registration, evaluation, plan, the agent's fetch and
 // its first status report) and of an idle control plane (a sweep, a
 // garbage collection), prices them on demand and checks design §7's cost
-// targets for idle things: an idle node ≤ $1 per year, an idle control
-// plane ≤ $0.50 per month (placements are reported: see the README). The README's cost section is this
-// test's output (go test -run TestCostFigures -v ./internal/awshome/).
+// targets: an idle node ≤ $1 per year, placements in bulk ≤ $5 per million
+// including their first status report, an idle control plane ≤ $0.50 per
+// month. The README's cost section is this test's output (go test -run
+// TestCostFigures -v ./internal/awshome/).
 func TestCostFigures(t *testing.T) {
 	ctx := context.Background()
 	cfg := awstest.Config(t)
@@ -60,7 +61,7 @@ func TestCostFigures(t *testing.T) {
 		"DROVER_SCHEDULE_GROUP": group, "DROVER_LOG_LEVEL": "error"} {
 		t.Setenv(k, v)
 	}
-	meter := awstest.NewMeter("g1pk", "g2pk", "g3pk")
+	meter := awstest.NewMeter("g1pk", "g2pk")
 	h, err := awshome.FromEnv(ctx, meter.ApplyConfig)
 	if err != nil {
 		t.Fatal(err)
@@ -203,6 +204,9 @@ func TestCostFigures(t *testing.T) {
 	t.Log("\n" + b.String())
 	if nodeYear > 1 {
 		t.Errorf("an idle node costs $%.3f per year in DynamoDB requests; the target is at most $1", nodeYear)
+	}
+	if perMillion := bulk.Dollars() / 40 * 1e6; perMillion > 5 {
+		t.Errorf("placements in bulk cost $%.2f per million (with their first status report); the target is at most $5", perMillion)
 	}
 	if total := cpDynamo + cpLambda + cpLogs; total > 0.5 {
 		t.Errorf("an idle control plane costs $%.3f per month; the target is at most $0.50", total)

@@ -5,10 +5,12 @@ import (
 	"encoding/binary"
 	"fmt"
 	"hash/fnv"
+	"strings"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+	"go.uber.org/zap"
 
 	"github.com/drover-sched/drover/structs"
 )
@@ -49,32 +51,53 @@ func assignmentToken(it item) uint64 {
 	return h.Sum64() >> 1
 }
 
-// AgentAssignments reads the node's assignments (each with the job cut to
-// its group) strongly consistent, and the index they were read at (read
-// first, so a change landing meanwhile moves it again).
+// AgentAssignments reads the node's assignments, each with the job cut to
+// its group, and the value AgentAssignmentIndex returns as they were read
+// (read first, so that a change landing meanwhile moves it again). The
+// assignments and the node's job copies they refer to come from one
+// strongly consistent Query of the node's own partition.
 func (s *Store) AgentAssignments(ctx context.Context, nodeID string) ([]*structs.Allocation, uint64, error) {
 	it, err := s.get(ctx, nodePK(nodeID), skIdx, true)
 	if err != nil {
 		return nil, 0, err
 	}
 	idx := assignmentToken(it)
-	items, err := s.queryPrefix(ctx, nodePK(nodeID), "ALLOC#", true)
+	items, err := s.queryPrefix(ctx, nodePK(nodeID), "", true)
 	if err != nil {
 		return nil, 0, err
 	}
-	out := make([]*structs.Allocation, 0, len(items))
+	jobs := map[string]*structs.Job{} // copy SK →
+	var assigns []item
 	for _, it := range items {
-		if s.valueless(nodeID, it) {
-			continue
+		sk := getS(it, "SK")
+		switch {
+		case strings.HasPrefix(sk, "ALLOC#"):
+			if !s.valueless(nodeID, it) {
+				assigns = append(assigns, it)
+			}
+		case strings.HasPrefix(sk, "JOBV#") && has(it, "v"):
+			j, err := decode[structs.Job](getB(it, "v"))
+			if err != nil {
+				return nil, 0, fmt.Errorf("job copy %s: %w", sk, err)
+			}
+			jobs[sk] = j
 		}
+	}
+	out := make([]*structs.Allocation, 0, len(assigns))
+	for _, it := range assigns {
 		a, err := decode[structs.Allocation](getB(it, "v"))
 		if err != nil {
 			return nil, 0, fmt.Errorf("assignment %s: %w", getS(it, "SK"), err)
 		}
-		if b := getB(it, "j"); b != nil {
+		if b := getB(it, "j"); b != nil { // written before the node's job copies
 			if a.Job, err = decode[structs.Job](b); err != nil {
 				return nil, 0, fmt.Errorf("assignment %s: %w", getS(it, "SK"), err)
 			}
+		} else if a.Job = jobs[jobCopySK(a.Namespace, a.JobID, a.JobVersion, a.TaskGroup)]; a.Job == nil {
+			s.log.Warn("assignment without its node's copy of the job version", zap.String("node_id", nodeID),
+				zap.String("alloc_id", a.ID), zap.String("job_id", a.JobID), zap.Uint64("job_version", a.JobVersion))
+		} else {
+			a.Job = a.Job.Copy() // each alloc owns its job, as when it was embedded
 		}
 		a.AllocModifyIndex = max(a.AllocModifyIndex, getU(it, "ami"))
 		out = append(out, a)

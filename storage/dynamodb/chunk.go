@@ -7,6 +7,8 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb/types"
+
+	"github.com/drover-sched/drover/structs"
 )
 
 // A write is built from units: each unit is atomic (it never spans two
@@ -91,10 +93,22 @@ type unit struct {
 	nodes   map[string]*nodeDelta    // node ID →
 	heads   map[[2]string]*headDelta // ns, job →
 	deploys map[[3]string]*deployDelta
+	// copies are the nodes' job copies the unit's assignments refer to
+	// (keyString →), put once per chunk whatever the units that need them.
+	copies map[string]action
 }
 
 func newUnit() *unit {
-	return &unit{nodes: map[string]*nodeDelta{}, heads: map[[2]string]*headDelta{}, deploys: map[[3]string]*deployDelta{}}
+	return &unit{nodes: map[string]*nodeDelta{}, heads: map[[2]string]*headDelta{}, deploys: map[[3]string]*deployDelta{},
+		copies: map[string]action{}}
+}
+
+// addCopy adds the put of a node's job copy (once per unit).
+func (u *unit) addCopy(s *Store, it item) {
+	k := keyString(it)
+	if _, ok := u.copies[k]; !ok {
+		u.copies[k] = s.put(it, "", nil, "job copy "+getS(it, "SK"))
+	}
 }
 
 func (u *unit) node(id string) *nodeDelta {
@@ -131,6 +145,9 @@ func (u *unit) size() int {
 	for _, a := range u.acts {
 		n += a.size
 	}
+	for _, a := range u.copies {
+		n += a.size
+	}
 	return n + 200*(len(u.nodes)+len(u.heads)+len(u.deploys))
 }
 
@@ -145,7 +162,7 @@ func (u *unit) portChanges() int {
 
 // count is the number of actions the unit needs on its own.
 func (u *unit) count() int {
-	n := len(u.acts) + len(u.heads) + len(u.deploys)
+	n := len(u.acts) + len(u.heads) + len(u.deploys) + len(u.copies)
 	for _, d := range u.nodes {
 		n++
 		if d.setIdx > 0 {
@@ -158,6 +175,9 @@ func (u *unit) count() int {
 // merge adds o into u.
 func (u *unit) merge(o *unit) {
 	u.acts = append(u.acts, o.acts...)
+	for k, a := range o.copies {
+		u.copies[k] = a
+	}
 	for k, d := range o.nodes {
 		m := u.node(k)
 		m.cpu += d.cpu
@@ -206,30 +226,68 @@ const updateSize = 1024
 // leaving room in its chunk for the counter items and the job head.
 const unitBytes = chunkBytes - 100_000
 
-// splitRuns groups an alloc's pair of item writes (master, assignment), in
-// order, into runs [start, end) of at most maxAllocs pairs whose items add
-// up to at most maxBytes and whose allocs change at most maxPortChanges
-// host ports (ports[i] for pair i; nil: none): each assignment carries its
-// group's job, so a large job fills a transaction's 4 MB long before its
-// 100 actions. A pair larger than maxBytes has a run of its own.
-func splitRuns(pairs [][2]action, ports []int, maxAllocs, maxBytes int) [][2]int {
-	var runs [][2]int
-	start, bytes, nports := 0, 0, 0
-	for i, p := range pairs {
-		n := p[0].size + p[1].size
-		k := 0
-		if ports != nil {
-			k = ports[i]
-		}
-		if i > start && (i-start >= maxAllocs || bytes+n > maxBytes || nports+k > maxPortChanges) {
-			runs = append(runs, [2]int{start, i})
-			start, bytes, nports = i, 0, 0
-		}
-		bytes += n
-		nports += k
+// allocWrite is what the change of one alloc writes: its master and its
+// assignment, the put of the node's copy of the job version the assignment
+// refers to (copyKey "": none), and how many host ports it takes or gives.
+type allocWrite struct {
+	master, assign action
+	copyAct        action
+	copyKey        string
+	ports          int
+}
+
+// newAllocWrite builds the writes of a (master guarded by cond and vals)
+// with the node's copy of job (nil: the version is gone) at idx.
+func (s *Store) newAllocWrite(a *structs.Allocation, job *structs.Job, idx uint64, cond string, vals item, desc string) allocWrite {
+	master, assign := allocItems(a)
+	w := allocWrite{master: s.put(master, cond, vals, desc), assign: s.put(assign, "", nil, "assignment "+a.ID)}
+	if job != nil {
+		c := jobCopyItem(a.NodeID, job, a.TaskGroup, idx)
+		w.copyAct, w.copyKey = s.put(c, "", nil, "job copy "+getS(c, "SK")), keyString(c)
 	}
-	if start < len(pairs) {
-		runs = append(runs, [2]int{start, len(pairs)})
+	return w
+}
+
+// add puts w's actions into u.
+func (u *unit) add(w allocWrite) {
+	u.acts = append(u.acts, w.master, w.assign)
+	if w.copyKey != "" {
+		u.copies[w.copyKey] = w.copyAct
+	}
+}
+
+// splitRuns groups allocs' writes, in order, into runs [start, end) whose
+// actions (two per alloc, one per distinct job copy) number at most
+// maxActions, whose items add up to at most maxBytes and whose allocs
+// change at most maxPortChanges host ports: a large job fills a
+// transaction's 4 MB long before its 100 actions. A write larger than
+// maxBytes has a run of its own.
+func splitRuns(ws []allocWrite, maxActions, maxBytes int) [][2]int {
+	var runs [][2]int
+	start, acts, bytes, nports := 0, 0, 0, 0
+	copies := map[string]bool{}
+	cost := func(w allocWrite) (int, int) {
+		a, n := 2, w.master.size+w.assign.size
+		if w.copyKey != "" && !copies[w.copyKey] {
+			a, n = a+1, n+w.copyAct.size
+		}
+		return a, n
+	}
+	for i, w := range ws {
+		a, n := cost(w)
+		if i > start && (acts+a > maxActions || bytes+n > maxBytes || nports+w.ports > maxPortChanges) {
+			runs = append(runs, [2]int{start, i})
+			start, acts, bytes, nports = i, 0, 0, 0
+			clear(copies)
+			a, n = cost(w)
+		}
+		if w.copyKey != "" {
+			copies[w.copyKey] = true
+		}
+		acts, bytes, nports = acts+a, bytes+n, nports+w.ports
+	}
+	if start < len(ws) {
+		runs = append(runs, [2]int{start, len(ws)})
 	}
 	return runs
 }
@@ -243,7 +301,7 @@ func pack(units []*unit, maxActions int) []*unit {
 		trial := newUnit()
 		trial.merge(cur)
 		trial.merge(u)
-		if len(cur.acts) > 0 || len(cur.nodes) > 0 || len(cur.deploys) > 0 || len(cur.heads) > 0 {
+		if len(cur.acts) > 0 || len(cur.nodes) > 0 || len(cur.deploys) > 0 || len(cur.heads) > 0 || len(cur.copies) > 0 {
 			if trial.count() > maxActions || trial.size() > chunkBytes || trial.portChanges() > maxPortChanges {
 				chunks = append(chunks, cur)
 				cur = newUnit()
@@ -262,6 +320,14 @@ func pack(units []*unit, maxActions int) []*unit {
 // render turns a chunk into its actions.
 func (s *Store) render(c *unit) []action {
 	acts := append([]action(nil), c.acts...)
+	copies := make([]string, 0, len(c.copies))
+	for k := range c.copies {
+		copies = append(copies, k)
+	}
+	sort.Strings(copies)
+	for _, k := range copies {
+		acts = append(acts, c.copies[k])
+	}
 	nodes := make([]string, 0, len(c.nodes))
 	for n := range c.nodes {
 		nodes = append(nodes, n)

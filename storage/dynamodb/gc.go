@@ -2,6 +2,7 @@ package dynamodb
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -247,6 +248,10 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 	if err := gc.s.deleteKeys(ctx, doomed); err != nil {
 		return err
 	}
+	// Job copies no assignment of their node refers to any more.
+	if err := gc.collectJobCopies(ctx); err != nil {
+		return err
+	}
 	// Down nodes without allocs.
 	for _, r := range gc.nodeRecs {
 		n := r.node
@@ -268,7 +273,15 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		if assigned {
 			continue
 		}
-		if err := gc.s.deleteKeys(ctx, []item{key(nodePK(n.ID), skMeta), key(nodePK(n.ID), skIdx), key(nodePK(n.ID), skHB)}); err != nil {
+		nodeKeys := []item{key(nodePK(n.ID), skMeta), key(nodePK(n.ID), skIdx), key(nodePK(n.ID), skHB)}
+		copies, err := gc.s.queryPrefix(ctx, nodePK(n.ID), "JOBV#", true)
+		if err != nil {
+			return err
+		}
+		for _, it := range copies {
+			nodeKeys = append(nodeKeys, key(getS(it, "PK"), getS(it, "SK")))
+		}
+		if err := gc.s.deleteKeys(ctx, nodeKeys); err != nil {
 			return err
 		}
 		delete(gc.nodes, n.ID)
@@ -287,4 +300,55 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		}
 	}
 	return gc.s.bumpTables(ctx, gc.idx, gc.tables...)
+}
+
+// collectJobCopies deletes, on each node that lost allocs, the node's job
+// copies that no remaining assignment refers to, unless the copy is of its
+// job's current version: a plan placing allocs now places that version and
+// writes its copy with them, so only a copy of an older version can be
+// known to be unneeded (a new assignment never refers to one).
+func (gc *ddbCollector) collectJobCopies(ctx context.Context) error {
+	current := map[string]uint64{} // job PK → current version; absent: purged or collected
+	known := map[string]bool{}
+	var doomed []item
+	for nodeID := range gc.nodes {
+		items, err := gc.s.queryPrefix(ctx, nodePK(nodeID), "", true)
+		if err != nil {
+			return err
+		}
+		used := map[string]bool{}
+		var copies []item
+		for _, it := range items {
+			sk := getS(it, "SK")
+			switch {
+			case strings.HasPrefix(sk, "ALLOC#") && has(it, "v"):
+				a, err := decode[structs.Allocation](getB(it, "v"))
+				if err != nil {
+					return err
+				}
+				used[jobCopySK(a.Namespace, a.JobID, a.JobVersion, a.TaskGroup)] = true
+			case strings.HasPrefix(sk, "JOBV#"):
+				copies = append(copies, it)
+			}
+		}
+		for _, c := range copies {
+			if used[getS(c, "SK")] {
+				continue
+			}
+			pk := jobPK(getS(c, "ns"), getS(c, "jid"))
+			if !known[pk] {
+				known[pk] = true
+				if j, err := gc.s.Job(ctx, getS(c, "ns"), getS(c, "jid")); err == nil {
+					current[pk] = j.Version
+				} else if !errors.Is(err, storage.ErrNotFound) {
+					return err
+				}
+			}
+			if v, ok := current[pk]; ok && v == getU(c, "ver") {
+				continue
+			}
+			doomed = append(doomed, key(getS(c, "PK"), getS(c, "SK")))
+		}
+	}
+	return gc.s.deleteKeys(ctx, doomed)
 }

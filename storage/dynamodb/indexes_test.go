@@ -24,55 +24,87 @@ import (
 )
 
 // writeCounter is SDK middleware counting the writes each partition key
-// takes (a transaction's actions, single-item writes, batch writes).
+// takes (a transaction's actions, single-item writes, batch writes), and
+// the writes of each item (PK/SK) by operation.
 type writeCounter struct {
-	mu    sync.Mutex
-	byKey map[string]int
+	mu     sync.Mutex
+	byKey  map[string]int
+	byItem map[string][]string // "PK SK" → operations, in order
+}
+
+func newWriteCounter() *writeCounter {
+	return &writeCounter{byKey: map[string]int{}, byItem: map[string][]string{}}
+}
+
+// reset forgets what was counted.
+func (w *writeCounter) reset() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	clear(w.byKey)
+	clear(w.byItem)
+}
+
+// items returns the items written whose key contains part, with their
+// operations.
+func (w *writeCounter) items(part string) map[string][]string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := map[string][]string{}
+	for k, ops := range w.byItem {
+		if strings.Contains(k, part) {
+			out[k] = append([]string(nil), ops...)
+		}
+	}
+	return out
 }
 
 func (w *writeCounter) apply(o *awsddb.Options) {
 	o.APIOptions = append(o.APIOptions, func(stack *middleware.Stack) error {
 		return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("count-writes", func(ctx context.Context, in middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
-			var pks []string
-			pk := func(k map[string]types.AttributeValue) {
-				if v, ok := k["PK"].(*types.AttributeValueMemberS); ok {
-					pks = append(pks, v.Value)
+			type write struct{ pk, sk, op string }
+			var ws []write
+			add := func(k map[string]types.AttributeValue, op string) {
+				pk, _ := k["PK"].(*types.AttributeValueMemberS)
+				sk, _ := k["SK"].(*types.AttributeValueMemberS)
+				if pk != nil && sk != nil {
+					ws = append(ws, write{pk.Value, sk.Value, op})
 				}
 			}
 			switch p := in.Parameters.(type) {
 			case *awsddb.UpdateItemInput:
-				pk(p.Key)
+				add(p.Key, "UpdateItem")
 			case *awsddb.PutItemInput:
-				pk(p.Item)
+				add(p.Item, "PutItem")
 			case *awsddb.DeleteItemInput:
-				pk(p.Key)
+				add(p.Key, "DeleteItem")
 			case *awsddb.TransactWriteItemsInput:
 				for _, it := range p.TransactItems {
 					switch {
 					case it.Put != nil:
-						pk(it.Put.Item)
+						add(it.Put.Item, "TransactPut")
 					case it.Update != nil:
-						pk(it.Update.Key)
+						add(it.Update.Key, "TransactUpdate")
 					case it.Delete != nil:
-						pk(it.Delete.Key)
+						add(it.Delete.Key, "TransactDelete")
 					case it.ConditionCheck != nil:
-						pk(it.ConditionCheck.Key)
+						add(it.ConditionCheck.Key, "TransactCheck")
 					}
 				}
 			case *awsddb.BatchWriteItemInput:
 				for _, reqs := range p.RequestItems {
 					for _, r := range reqs {
 						if r.PutRequest != nil {
-							pk(r.PutRequest.Item)
+							add(r.PutRequest.Item, "BatchPut")
 						} else if r.DeleteRequest != nil {
-							pk(r.DeleteRequest.Key)
+							add(r.DeleteRequest.Key, "BatchDelete")
 						}
 					}
 				}
 			}
 			w.mu.Lock()
-			for _, k := range pks {
-				w.byKey[k]++
+			for _, x := range ws {
+				w.byKey[x.pk]++
+				w.byItem[x.pk+" "+x.sk] = append(w.byItem[x.pk+" "+x.sk], x.op)
 			}
 			w.mu.Unlock()
 			return next.HandleInitialize(ctx, in)
@@ -85,7 +117,7 @@ func (w *writeCounter) apply(o *awsddb.Options) {
 // index is still the index of its latest write (X-Nomad-Index).
 func TestIndexesWithoutHotItem(t *testing.T) {
 	t.Parallel()
-	wc := &writeCounter{byKey: map[string]int{}}
+	wc := newWriteCounter()
 	client := ddb.NewClient(awstest.Config(t), wc.apply)
 	table := awstest.Name("drover-hot")
 	if err := ddb.CreateTable(ctx, client, table); err != nil {

@@ -145,6 +145,9 @@ func (s *Store) readPlanState(ctx context.Context, plan *structs.Plan) (*planSta
 	for _, e := range plan.Evals {
 		keys = append(keys, key(jobPK(e.Namespace, e.JobID), evalSK(e.ID)))
 	}
+	if plan.EvalID != "" {
+		keys = append(keys, key(jpk, evalSK(plan.EvalID)))
+	}
 	if plan.Deployment != nil {
 		keys = append(keys, key(jpk, deploySK(plan.Deployment.ID)))
 	}
@@ -267,7 +270,7 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	// Units: per node, releases and updates first, then placements; each
 	// unit carries its node's counter change and assignment index.
 	var units []*unit
-	perUnit := max(1, (s.cfg.ChunkActions-3)/2) // allocs per unit: 2 items each, plus the node's two and the head
+	unitActs := max(3, s.cfg.ChunkActions-3) // a unit's alloc writes and job copies; plus the node's two and the head
 	byNode := map[string][]string{}
 	released := map[string][]int{} // node ID → host ports the plan's stops give back
 	var nodeOrder []string
@@ -280,22 +283,20 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	}
 	for _, nodeID := range nodeOrder {
 		ids := byNode[nodeID]
-		acts := make([][2]action, len(ids))
-		ports := make([]int, len(ids))
+		ws := make([]allocWrite, len(ids))
 		for i, id := range ids {
 			a := changed[id]
-			master, assign := allocItems(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion))
-			acts[i] = [2]action{s.put(master, "mi = :pmi", item{":pmi": avU(st.masters[id].mi)}, fmt.Sprintf("alloc %s changed since it was read", id)),
-				s.put(assign, "", nil, "assignment "+id)}
+			ws[i] = s.newAllocWrite(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion), idx,
+				"mi = :pmi", item{":pmi": avU(st.masters[id].mi)}, fmt.Sprintf("alloc %s changed since it was read", id))
 			if holdBefore[id] && !a.HoldsResources() {
-				ports[i] = len(a.AllocatedResources.HostPorts())
+				ws[i].ports = len(a.AllocatedResources.HostPorts())
 			}
 		}
-		for _, run := range splitRuns(acts, ports, perUnit, unitBytes) {
+		for _, run := range splitRuns(ws, unitActs, unitBytes) {
 			u := newUnit()
 			for i := run[0]; i < run[1]; i++ {
 				id, a := ids[i], changed[ids[i]]
-				u.acts = append(u.acts, acts[i][0], acts[i][1])
+				u.add(ws[i])
 				if holdBefore[id] && !a.HoldsResources() {
 					r := a.AllocatedResources.Comparable()
 					if st.nodes[nodeID] != nil {
@@ -353,6 +354,16 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 		}
 		units = append([]*unit{firstUnit}, units...)
 	}
+	// AllocsByEval finds an eval's allocs through its pointer, written with
+	// the eval; a plan whose eval the store does not hold writes it, so
+	// that its allocs are found all the same.
+	if len(placed) > 0 && plan.EvalID != "" && st.evals[plan.EvalID] == nil {
+		ptr := key(evalPtrPK(plan.EvalID), skEvalPtr)
+		ptr["ns"], ptr["jid"] = avS(plan.Namespace), avS(plan.JobID)
+		u := newUnit()
+		u.acts = append(u.acts, s.put(ptr, "", nil, "eval pointer "+plan.EvalID))
+		units = append([]*unit{u}, units...)
+	}
 	placeNodes := map[string][]*structs.Allocation{}
 	var placeOrder []string
 	for _, a := range placed {
@@ -366,23 +377,21 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	}
 	for _, nodeID := range placeOrder {
 		list := placeNodes[nodeID]
-		acts := make([][2]action, len(list))
-		ports := make([]int, len(list))
+		ws := make([]allocWrite, len(list))
 		for i, a := range list {
-			master, assign := allocItems(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion))
-			acts[i] = [2]action{s.put(master, "attribute_not_exists(PK)", nil, fmt.Sprintf("alloc %s (%s) already exists", a.ID, a.Name)),
-				s.put(assign, "", nil, "assignment "+a.ID)}
+			ws[i] = s.newAllocWrite(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion), idx,
+				"attribute_not_exists(PK)", nil, fmt.Sprintf("alloc %s (%s) already exists", a.ID, a.Name))
 			if a.HoldsResources() {
-				ports[i] = len(a.AllocatedResources.HostPorts())
+				ws[i].ports = len(a.AllocatedResources.HostPorts())
 			}
 		}
-		for _, run := range splitRuns(acts, ports, perUnit, unitBytes) {
+		for _, run := range splitRuns(ws, unitActs, unitBytes) {
 			u := newUnit()
 			d := u.node(nodeID)
 			d.place, d.setIdx = true, idx
 			for i := run[0]; i < run[1]; i++ {
 				a := list[i]
-				u.acts = append(u.acts, acts[i][0], acts[i][1])
+				u.add(ws[i])
 				if a.HoldsResources() {
 					r := a.AllocatedResources.Comparable()
 					d.cpu += r.CPU

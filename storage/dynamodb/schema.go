@@ -17,10 +17,8 @@ const (
 	// deployments by kind and ID (prefix).
 	GSI1 = "gsi1"
 	// GSI2 is sparse: evaluations while pending or blocked, by create
-	// time, in four shards per status.
+	// time, in four shards per status; active deployments.
 	GSI2 = "gsi2"
-	// GSI3 lists allocations by the evaluation that placed them.
-	GSI3 = "gsi3"
 )
 
 // TableDefinition is the table as template.yaml, infra/ and the
@@ -39,7 +37,7 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 		}
 	}
 	var defs []types.AttributeDefinition
-	for _, a := range []string{"PK", "SK", "g1pk", "g1sk", "g2pk", "g2sk", "g3pk", "g3sk"} {
+	for _, a := range []string{"PK", "SK", "g1pk", "g1sk", "g2pk", "g2sk"} {
 		defs = append(defs, types.AttributeDefinition{AttributeName: aws.String(a), AttributeType: s})
 	}
 	return &dynamodb.CreateTableInput{
@@ -51,7 +49,7 @@ func TableDefinition(name string) *dynamodb.CreateTableInput {
 			{AttributeName: aws.String("SK"), KeyType: types.KeyTypeRange},
 		},
 		GlobalSecondaryIndexes: []types.GlobalSecondaryIndex{
-			gsi(GSI1, "g1pk", "g1sk"), gsi(GSI2, "g2pk", "g2sk"), gsi(GSI3, "g3pk", "g3sk"),
+			gsi(GSI1, "g1pk", "g1sk"), gsi(GSI2, "g2pk", "g2sk"),
 		},
 	}
 }

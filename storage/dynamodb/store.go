@@ -8,15 +8,12 @@
 package dynamodb
 
 import (
-	"bytes"
-	"compress/gzip"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"math/rand/v2"
 	"strconv"
 	"strings"
@@ -425,39 +422,6 @@ func numberSize(s string) int {
 	}, strings.SplitN(strings.ToLower(s), "e", 2)[0])
 	digits = strings.Trim(digits, "0")
 	return (len(digits)+1)/2 + 1
-}
-
-// Encoding of the large values: gzip-compressed JSON.
-
-var gzPool = sync.Pool{New: func() any { w, _ := gzip.NewWriterLevel(io.Discard, gzip.BestSpeed); return w }}
-
-func encode(v any) []byte {
-	raw, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("encode %T: %v", v, err))
-	}
-	var buf bytes.Buffer
-	zw := gzPool.Get().(*gzip.Writer)
-	zw.Reset(&buf)
-	_, _ = zw.Write(raw)
-	_ = zw.Close()
-	gzPool.Put(zw)
-	return buf.Bytes()
-}
-
-func decode[T any](b []byte) (*T, error) {
-	if b == nil {
-		return nil, errors.New("missing value attribute")
-	}
-	zr, err := gzip.NewReader(bytes.NewReader(b))
-	if err != nil {
-		return nil, fmt.Errorf("decode %T: %w", new(T), err)
-	}
-	out := new(T)
-	if err := json.NewDecoder(zr).Decode(out); err != nil {
-		return nil, fmt.Errorf("decode %T: %w", out, err)
-	}
-	return out, nil
 }
 
 // Keys.
