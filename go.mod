@@ -23,6 +23,7 @@ require (
 	github.com/hashicorp/cli v1.1.7
 	github.com/hashicorp/go-bexpr v0.1.17
 	github.com/hashicorp/go-cty-funcs v0.1.0
+	github.com/hashicorp/go-envparse v0.1.0
 	github.com/hashicorp/go-version v1.9.0
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/hashicorp/nomad/api v0.0.0-20261016150620-df630b26e78a

@@ -588,6 +588,12 @@ func (ar *allocRunner) applyUpdate() {
 	if upd.ServerTerminalStatus() {
 		ar.logger.Info("allocation stopped by the server", zap.String("desired_status", upd.DesiredStatus))
 		ar.stopAll()
+		return
+	}
+	if upd.Job != nil && upd.Job.LookupTaskGroup(upd.TaskGroup) != nil {
+		for _, tr := range ar.taskList() {
+			tr.Update(upd)
+		}
 	}
 }
 

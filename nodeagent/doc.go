@@ -42,6 +42,20 @@
 // fingerprinted again every DriverFingerprintInterval; a change
 // re-registers the node.
 //
+// # Ports
+//
+// The node fingerprints its host network (network.go): the address its
+// allocs' ports are on (Config.NetworkAddress or NetworkInterface; the
+// loopback in dev mode), the dynamic port range (Nomad's 20000–32000 by
+// default) and its reserved ports, which the scheduler honours. A task of
+// a group with a network block gets the alloc's ports in two forms: in its
+// environment as Nomad sets them (NOMAD_PORT_<label>, NOMAD_HOST_PORT_,
+// NOMAD_ALLOC_PORT_, NOMAD_IP_, NOMAD_HOST_IP_, NOMAD_ADDR_,
+// NOMAD_HOST_ADDR_; see setPorts in taskenv.go), and, for its driver, as
+// drivers.TaskConfig.Ports: the alloc's AllocatedResources.Shared.Ports
+// (label, host port Value, HostIP, and To, the port inside the task a
+// mapping driver such as docker publishes it on; To <= 0 means Value).
+//
 // Local state lives in a bbolt file, <data dir>/client/state.db: per
 // allocation the allocation itself (rewritten only when the control plane
 // changes it), an immutable record written once, the mutable client status,

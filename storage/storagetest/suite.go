@@ -70,6 +70,8 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"NodeEvents", testNodeEvents},
 		{"Namespaces", testNamespaces},
 		{"SchedulerConfig", testSchedulerConfig},
+		{"PortUsage", testPortUsage},
+		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
