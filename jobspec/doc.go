@@ -90,7 +90,11 @@
 //     error_on_missing_key, once, wait; see templates.go for the rules
 //     (Nomad's Template.Validate, plus the functions a template may call:
 //     tasktemplate.Check).
-//   - rejected: Affinities, Services, Artifacts, Vault, Consul,
+//   - Artifacts: source (http or https; go-getter's other getters are
+//     refused), options (checksum checked for form and length), headers,
+//     mode, insecure, destination (inside the allocation directory);
+//     chown is refused. See artifacts.go.
+//   - rejected: Affinities, Services, Vault, Consul,
 //     DispatchPayload, VolumeMounts, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //

@@ -227,7 +227,6 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 	}{
 		{len(t.Affinities) > 0, "affinity"},
 		{len(t.Services) > 0, "service"},
-		{len(t.Artifacts) > 0, "artifact"},
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
 		{t.DispatchPayload != nil, "dispatch_payload"},
@@ -246,6 +245,7 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		}
 	}
 	checkTemplatesInput(t.Templates, tp, errs)
+	checkArtifactsInput(t.Artifacts, tp, errs)
 	if t.Kind != "" {
 		errs.add(join(tp, "Kind"), "task kind %q (Consul Connect) is not supported by drover yet", t.Kind)
 	}
@@ -430,6 +430,7 @@ func convertTask(t *api.Task) *structs.Task {
 		ShutdownDelay: t.ShutdownDelay,
 		KillSignal:    t.KillSignal,
 		Templates:     convertTemplates(t.Templates),
+		Artifacts:     convertArtifacts(t.Artifacts),
 	}
 	if t.Lifecycle != nil {
 		out.Lifecycle = &structs.TaskLifecycle{Hook: t.Lifecycle.Hook, Sidecar: t.Lifecycle.Sidecar}

@@ -316,6 +316,7 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 		errs.add(join(tp, "ShutdownDelay"), "must not be negative (got %v)", t.ShutdownDelay)
 	}
 	validateTemplates(t.Templates, tp, errs)
+	validateArtifacts(t.Artifacts, tp, errs)
 
 	if r := t.Resources; r == nil {
 		errs.add(join(tp, "Resources"), "must be set")

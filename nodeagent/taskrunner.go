@@ -122,6 +122,9 @@ type restartRequest struct {
 // (fetched before templates, which may read them), templates.
 func (tr *taskRunner) initHooks() []taskHook {
 	hooks := []taskHook{&taskDirHook{}, &taskEnvHook{}}
+	if len(tr.task.Artifacts) > 0 {
+		hooks = append(hooks, newArtifactHook(tr.logger))
+	}
 	if len(tr.task.Templates) > 0 {
 		hooks = append(hooks, newTemplateHook(tr.logger, tr, tr.agent.services))
 	}
