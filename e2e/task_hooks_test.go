@@ -149,3 +149,29 @@ func TestArtifactsEndToEnd(t *testing.T) {
 		t.Fatalf("Failed Artifact Download %+v; events %v", ev, eventSummary(st))
 	}
 }
+
+// TestMaxRunDurationEndToEnd: with the real binary, a batch task that runs
+// past its group's max_run_duration is killed and the alloc ends
+// complete with Nomad's reason.
+func TestMaxRunDurationEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	a := startAgent(t, dir, anyPort)
+	c := a.client()
+	script := taskScript(t, dir, "forever.sh", `while true; do sleep 1; done`)
+	task := api.NewTask("work", "raw_exec").SetConfig("command", script).
+		Require(&api.Resources{CPU: ptr(100), MemoryMB: ptr(32)})
+	job := api.NewBatchJob("mrd", "mrd", "global", 50)
+	tg := noRestartGroup("g", task)
+	tg.MaxRunDuration = ptr(2 * time.Second)
+	job.AddTaskGroup(tg)
+	register(t, c, job)
+	waitFor(t, 60*time.Second, "mrd complete", func() bool { return count(allocsByStatus(t, c, "mrd"), "run/complete") == 1 })
+	al := onlyAlloc(t, c, "mrd", "run/complete")
+	ev := findEvt(al.TaskStates["work"], "Killing")
+	if al.ClientDescription != "allocation exceeded max_run_duration" || ev == nil || ev.DisplayMessage != "allocation exceeded max_run_duration" {
+		t.Fatalf("description %q, Killing %+v", al.ClientDescription, ev)
+	}
+	if len(procsWith(script)) != 0 {
+		t.Fatal("the task still runs")
+	}
+}

@@ -415,7 +415,8 @@ func TestBadInput(t *testing.T) {
 		{name: "group service", mut: func(m obj) { grp(m, 0)["Services"] = list(obj{"Name": "web"}) }, field: gp, rule: "service block is not supported"},
 		{name: "group scaling", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Max": 10} }, field: gp, rule: "scaling block is not supported"},
 		{name: "group consul", mut: func(m obj) { grp(m, 0)["Consul"] = obj{"Namespace": "x"} }, field: gp, rule: "consul block is not supported"},
-		{name: "group max_run_duration", mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = ns("1h") }, field: gp + ".MaxRunDuration", rule: "max_run_duration is not supported"},
+		{name: "group max_run_duration in a service job", mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = ns("1h") }, field: gp + ".MaxRunDuration", rule: `job type "service" does not allow max_run_duration`},
+		{name: "group max_run_duration zero", batch: true, mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = 0 }, field: `Job.TaskGroups[0] "run".MaxRunDuration`, rule: "must be greater than zero"},
 
 		// Unsupported blocks, task level.
 		{name: "task affinity", mut: func(m obj) {

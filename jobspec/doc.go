@@ -74,9 +74,10 @@
 //     PreventRescheduleOnLost, ReschedulePolicy, EphemeralDisk, Update,
 //     Migrate, Meta, ShutdownDelay, Networks (one block, mode host: Mode,
 //     ReservedPorts and DynamicPorts with Label, Value, To, HostNetwork
-//     "default"; MBits kept as given).
-//   - rejected: Affinities, Spreads, Volumes, Services, Scaling, Consul,
-//     MaxRunDuration; in a network block: mode bridge, none and cni/*, the
+//     "default"; MBits kept as given), MaxRunDuration (batch and sysbatch
+//     jobs only, > 0, as Nomad's).
+//   - rejected: Affinities, Spreads, Volumes, Services, Scaling, Consul;
+//     in a network block: mode bridge, none and cni/*, the
 //     dns and cni blocks, Hostname, Device, CIDR and IP (the node's),
 //     another host network, ignore_collision.
 //

@@ -141,9 +141,6 @@ func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
 	if tg.Consul != nil {
 		errs.unsupported(gp, "consul")
 	}
-	if tg.MaxRunDuration != nil {
-		errs.add(join(gp, "MaxRunDuration"), "max_run_duration is not supported by drover yet")
-	}
 	checkConstraintsNotNull(tg.Constraints, join(gp, "Constraints"), errs)
 	if jobType == api.JobTypeBatch || jobType == api.JobTypeSysbatch {
 		if tg.Update != nil {
@@ -389,6 +386,9 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 	}
 	if tg.ShutdownDelay != nil {
 		out.ShutdownDelay = durationPtr(*tg.ShutdownDelay)
+	}
+	if tg.MaxRunDuration != nil {
+		out.MaxRunDuration = durationPtr(*tg.MaxRunDuration)
 	}
 	for _, n := range tg.Networks {
 		out.Networks = append(out.Networks, convertNetwork(n))
