@@ -224,7 +224,7 @@ func (a *Agent) newClient() error {
 		NetworkAddress: a.cfg.NetworkAddress, NetworkInterface: a.cfg.NetworkInterface,
 		MinDynamicPort: a.cfg.MinDynamicPort, MaxDynamicPort: a.cfg.MaxDynamicPort, ReservedPorts: a.cfg.ReservedPorts,
 		HostVolumes: a.cfg.HostVolumes,
-		Version: Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
+		Version:     Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
 	})
 	if err != nil {
 		return fmt.Errorf("create node agent: %w", err)

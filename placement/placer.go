@@ -342,8 +342,8 @@ type groupPlan struct {
 	distinct    bool    // distinct_hosts applies
 	jobLevel    bool    // ... across all the job's groups
 	limits      []propertyLimit
-	spread      bool        // score by Nomad's spread fit, not binpack
-	ports       *groupPorts // the group's network ask; nil without one
+	spread      bool                     // score by Nomad's spread fit, not binpack
+	ports       *groupPorts              // the group's network ask; nil without one
 	volumes     []*structs.VolumeRequest // the group's host volumes, by name
 }
 

@@ -224,7 +224,7 @@ func (c *AgentCommand) Run(args []string) int {
 		}
 		vols[hv.Name] = hv
 	}
-	a, err := agent.New(agent.Config{HostVolumes: vols,DataDir: dir, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertiseHTTP, Dev: *dev, Server: *server, Client: *client,
+	a, err := agent.New(agent.Config{HostVolumes: vols, DataDir: dir, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertiseHTTP, Dev: *dev, Server: *server, Client: *client,
 		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
 		Datacenter: *datacenter, EnableRawExec: *rawExec,
 		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log,
