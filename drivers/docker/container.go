@@ -55,11 +55,11 @@ func (d *Driver) createOptions(cfg *drivers.TaskConfig, tc *TaskConfig) (client.
 	labels[labelTaskID] = cfg.ID
 
 	cc := &container.Config{
-		Image:      tc.Image,
-		Env:        cfg.EnvList(),
-		Labels:     labels,
-		WorkingDir: tc.WorkDir,
-		Hostname:   tc.Hostname,
+		Image:        tc.Image,
+		Env:          cfg.EnvList(),
+		Labels:       labels,
+		WorkingDir:   tc.WorkDir,
+		Hostname:     tc.Hostname,
 		User:         cfg.User,
 		Tty:          tc.TTY,
 		OpenStdin:    tc.Interactive,

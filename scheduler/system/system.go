@@ -177,7 +177,9 @@ func BuildPlan(in *Input) *Result {
 	for _, id := range nodeIDs {
 		v := r.nodes[id]
 		allocs := liveOn[id]
-		sort.Slice(allocs, func(i, j int) bool { return allocs[i].Name < allocs[j].Name || (allocs[i].Name == allocs[j].Name && allocs[i].ID < allocs[j].ID) })
+		sort.Slice(allocs, func(i, j int) bool {
+			return allocs[i].Name < allocs[j].Name || (allocs[i].Name == allocs[j].Name && allocs[i].ID < allocs[j].ID)
+		})
 		have := map[string]bool{}
 		for _, a := range allocs {
 			have[a.Name] = true
