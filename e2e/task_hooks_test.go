@@ -1,6 +1,10 @@
 package e2e
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -87,5 +91,87 @@ func TestTemplatesEndToEnd(t *testing.T) {
 	}
 	if got := allocsByStatus(t, c, "tmpl-restart"); count(got, "run/running") != 1 || len(got) != 1 {
 		t.Fatalf("the update was not in place: %v", got)
+	}
+}
+
+// serveFile serves body at /path on 127.0.0.1 (a free port) and returns
+// the URL.
+func serveFile(t *testing.T, path string, body []byte) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(body)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String() + path
+}
+
+// TestArtifactsEndToEnd: with the real binary, an artifact is fetched from
+// a local server with its checksum verified and the task reads it; one
+// with a wrong checksum fails its task with a "Failed Artifact Download"
+// event saying the checksums did not match.
+func TestArtifactsEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	a := startAgent(t, dir, anyPort)
+	c := a.client()
+	body := []byte("artifact payload\n")
+	sum := sha256.Sum256(body)
+	src := serveFile(t, "/payload.txt", body)
+
+	ok := rawExecTask("read", `cat local/payload.txt`)
+	ok.Artifacts = []*api.TaskArtifact{{GetterSource: ptr(src), GetterOptions: map[string]string{"checksum": "sha256:" + hex.EncodeToString(sum[:])}}}
+	good := api.NewBatchJob("artifact-ok", "artifact-ok", "global", 50)
+	good.AddTaskGroup(noRestartGroup("g", ok))
+	register(t, c, good)
+
+	bad := rawExecTask("read", `cat local/payload.txt`)
+	bad.Artifacts = []*api.TaskArtifact{{GetterSource: ptr(src), GetterOptions: map[string]string{"checksum": "sha256:" + strings.Repeat("ab", 32)}}}
+	wrong := api.NewBatchJob("artifact-bad", "artifact-bad", "global", 50)
+	wrong.AddTaskGroup(noRestartGroup("g", bad))
+	register(t, c, wrong)
+
+	waitFor(t, 60*time.Second, "artifact-ok complete", func() bool { return count(allocsByStatus(t, c, "artifact-ok"), "run/complete") == 1 })
+	if out := taskLog(dir, onlyAlloc(t, c, "artifact-ok", "run/complete").ID, "read"); out != string(body) {
+		t.Fatalf("task read %q", out)
+	}
+	waitFor(t, 60*time.Second, "artifact-bad failed", func() bool { return count(allocsByStatus(t, c, "artifact-bad"), "run/failed") == 1 })
+	st := onlyAlloc(t, c, "artifact-bad", "run/failed").TaskStates["read"]
+	ev := findEvt(st, "Failed Artifact Download")
+	if ev == nil || !strings.Contains(ev.DisplayMessage, "Checksums did not match") || findEvt(st, "Started") != nil {
+		t.Fatalf("Failed Artifact Download %+v; events %v", ev, eventSummary(st))
+	}
+}
+
+// TestMaxRunDurationEndToEnd: with the real binary, a batch task that runs
+// past its group's max_run_duration is killed and the alloc ends
+// complete with Nomad's reason.
+func TestMaxRunDurationEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	a := startAgent(t, dir, anyPort)
+	c := a.client()
+	script := taskScript(t, dir, "forever.sh", `while true; do sleep 1; done`)
+	task := api.NewTask("work", "raw_exec").SetConfig("command", script).
+		Require(&api.Resources{CPU: ptr(100), MemoryMB: ptr(32)})
+	job := api.NewBatchJob("mrd", "mrd", "global", 50)
+	tg := noRestartGroup("g", task)
+	tg.MaxRunDuration = ptr(2 * time.Second)
+	job.AddTaskGroup(tg)
+	register(t, c, job)
+	waitFor(t, 60*time.Second, "mrd complete", func() bool { return count(allocsByStatus(t, c, "mrd"), "run/complete") == 1 })
+	al := onlyAlloc(t, c, "mrd", "run/complete")
+	ev := findEvt(al.TaskStates["work"], "Killing")
+	if al.ClientDescription != "allocation exceeded max_run_duration" || ev == nil || ev.DisplayMessage != "allocation exceeded max_run_duration" {
+		t.Fatalf("description %q, Killing %+v", al.ClientDescription, ev)
+	}
+	if len(procsWith(script)) != 0 {
+		t.Fatal("the task still runs")
 	}
 }

@@ -415,14 +415,36 @@ func TestBadInput(t *testing.T) {
 		{name: "group service", mut: func(m obj) { grp(m, 0)["Services"] = list(obj{"Name": "web"}) }, field: gp, rule: "service block is not supported"},
 		{name: "group scaling", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Max": 10} }, field: gp, rule: "scaling block is not supported"},
 		{name: "group consul", mut: func(m obj) { grp(m, 0)["Consul"] = obj{"Namespace": "x"} }, field: gp, rule: "consul block is not supported"},
-		{name: "group max_run_duration", mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = ns("1h") }, field: gp + ".MaxRunDuration", rule: "max_run_duration is not supported"},
+		{name: "group max_run_duration in a service job", mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = ns("1h") }, field: gp + ".MaxRunDuration", rule: `job type "service" does not allow max_run_duration`},
+		{name: "group max_run_duration zero", batch: true, mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = 0 }, field: `Job.TaskGroups[0] "run".MaxRunDuration`, rule: "must be greater than zero"},
 
 		// Unsupported blocks, task level.
 		{name: "task affinity", mut: func(m obj) {
 			tsk(m, 0, 0)["Affinities"] = list(obj{"LTarget": "${node.class}", "RTarget": "x", "Operand": "="})
 		}, field: tp, rule: "affinity block is not supported"},
 		{name: "task service", mut: func(m obj) { tsk(m, 0, 0)["Services"] = list(obj{"Name": "web"}) }, field: tp, rule: "service block is not supported"},
-		{name: "artifact", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://example.com/x.tgz"}) }, field: tp, rule: "artifact block is not supported"},
+		// Artifacts.
+		{name: "artifact no source", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"RelativeDest": "local/"}) }, field: tp + ".Artifacts[0].GetterSource", rule: "must be set"},
+		{name: "artifact s3", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "s3::https://bucket.s3.amazonaws.com/x"})
+		}, field: tp + ".Artifacts[0].GetterSource", rule: `the "s3" getter is not supported`},
+		{name: "artifact scheme", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "ftp://host/x"}) }, field: tp + ".Artifacts[0].GetterSource", rule: "must be an http or https URL"},
+		{name: "artifact mode", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "GetterMode": "tree"})
+		}, field: tp + ".Artifacts[0].GetterMode", rule: `unknown artifact mode "tree"`},
+		{name: "artifact destination", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "RelativeDest": "../../../bin"})
+		}, field: tp + ".Artifacts[0].RelativeDest", rule: "must stay inside the allocation directory"},
+		{name: "artifact checksum form", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "GetterOptions": obj{"checksum": "abc"}})
+		}, field: tp + ".Artifacts[0].GetterOptions.checksum", rule: `"type:value"`},
+		{name: "artifact checksum type", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "GetterOptions": obj{"checksum": "crc:00"}})
+		}, field: tp + ".Artifacts[0].GetterOptions.checksum", rule: "unsupported checksum type crc"},
+		{name: "artifact checksum length", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "GetterOptions": obj{"checksum": "sha256:abcd"}})
+		}, field: tp + ".Artifacts[0].GetterOptions.checksum", rule: "invalid sha256 checksum"},
+		{name: "artifact chown", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "Chown": true}) }, field: tp + ".Artifacts[0].Chown", rule: "not supported"},
 		{name: "vault", mut: func(m obj) { tsk(m, 0, 0)["Vault"] = obj{"Policies": list("p")} }, field: tp, rule: "vault block is not supported"},
 		{name: "task consul", mut: func(m obj) { tsk(m, 0, 0)["Consul"] = obj{} }, field: tp, rule: "consul block is not supported"},
 		// Templates.

@@ -74,9 +74,10 @@
 //     PreventRescheduleOnLost, ReschedulePolicy, EphemeralDisk, Update,
 //     Migrate, Meta, ShutdownDelay, Networks (one block, mode host: Mode,
 //     ReservedPorts and DynamicPorts with Label, Value, To, HostNetwork
-//     "default"; MBits kept as given).
-//   - rejected: Affinities, Spreads, Volumes, Services, Scaling, Consul,
-//     MaxRunDuration; in a network block: mode bridge, none and cni/*, the
+//     "default"; MBits kept as given), MaxRunDuration (batch and sysbatch
+//     jobs only, > 0, as Nomad's).
+//   - rejected: Affinities, Spreads, Volumes, Services, Scaling, Consul;
+//     in a network block: mode bridge, none and cni/*, the
 //     dns and cni blocks, Hostname, Device, CIDR and IP (the node's),
 //     another host network, ignore_collision.
 //
@@ -90,7 +91,11 @@
 //     error_on_missing_key, once, wait; see templates.go for the rules
 //     (Nomad's Template.Validate, plus the functions a template may call:
 //     tasktemplate.Check).
-//   - rejected: Affinities, Services, Artifacts, Vault, Consul,
+//   - Artifacts: source (http or https; go-getter's other getters are
+//     refused), options (checksum checked for form and length), headers,
+//     mode, insecure, destination (inside the allocation directory);
+//     chown is refused. See artifacts.go.
+//   - rejected: Affinities, Services, Vault, Consul,
 //     DispatchPayload, VolumeMounts, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //

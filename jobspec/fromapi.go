@@ -141,9 +141,6 @@ func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
 	if tg.Consul != nil {
 		errs.unsupported(gp, "consul")
 	}
-	if tg.MaxRunDuration != nil {
-		errs.add(join(gp, "MaxRunDuration"), "max_run_duration is not supported by drover yet")
-	}
 	checkConstraintsNotNull(tg.Constraints, join(gp, "Constraints"), errs)
 	if jobType == api.JobTypeBatch || jobType == api.JobTypeSysbatch {
 		if tg.Update != nil {
@@ -227,7 +224,6 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 	}{
 		{len(t.Affinities) > 0, "affinity"},
 		{len(t.Services) > 0, "service"},
-		{len(t.Artifacts) > 0, "artifact"},
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
 		{t.DispatchPayload != nil, "dispatch_payload"},
@@ -246,6 +242,7 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		}
 	}
 	checkTemplatesInput(t.Templates, tp, errs)
+	checkArtifactsInput(t.Artifacts, tp, errs)
 	if t.Kind != "" {
 		errs.add(join(tp, "Kind"), "task kind %q (Consul Connect) is not supported by drover yet", t.Kind)
 	}
@@ -390,6 +387,9 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 	if tg.ShutdownDelay != nil {
 		out.ShutdownDelay = durationPtr(*tg.ShutdownDelay)
 	}
+	if tg.MaxRunDuration != nil {
+		out.MaxRunDuration = durationPtr(*tg.MaxRunDuration)
+	}
 	for _, n := range tg.Networks {
 		out.Networks = append(out.Networks, convertNetwork(n))
 	}
@@ -430,6 +430,7 @@ func convertTask(t *api.Task) *structs.Task {
 		ShutdownDelay: t.ShutdownDelay,
 		KillSignal:    t.KillSignal,
 		Templates:     convertTemplates(t.Templates),
+		Artifacts:     convertArtifacts(t.Artifacts),
 	}
 	if t.Lifecycle != nil {
 		out.Lifecycle = &structs.TaskLifecycle{Hook: t.Lifecycle.Hook, Sidecar: t.Lifecycle.Sidecar}

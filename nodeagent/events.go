@@ -24,6 +24,8 @@ func newTaskEvent(typ string) *structs.TaskEvent {
 		ev.DisplayMessage = "Task successfully killed"
 	case structs.TaskLeaderDead:
 		ev.DisplayMessage = "Leader Task in Group dead"
+	case structs.TaskDownloadingArtifacts:
+		ev.DisplayMessage = "Client is downloading artifacts"
 	}
 	return ev
 }

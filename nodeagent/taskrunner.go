@@ -122,6 +122,9 @@ type restartRequest struct {
 // (fetched before templates, which may read them), templates.
 func (tr *taskRunner) initHooks() []taskHook {
 	hooks := []taskHook{&taskDirHook{}, &taskEnvHook{}}
+	if len(tr.task.Artifacts) > 0 {
+		hooks = append(hooks, newArtifactHook(tr.logger))
+	}
 	if len(tr.task.Templates) > 0 {
 		hooks = append(hooks, newTemplateHook(tr.logger, tr, tr.agent.services))
 	}
@@ -655,7 +658,14 @@ func (tr *taskRunner) killTask(exitCh <-chan *drivers.ExitResult, pre *structs.T
 		case <-time.After(delay):
 		}
 	}
-	tr.update("", pre, killingEvent(drivers.SignalName(sig), timeout))
+	kev := killingEvent(drivers.SignalName(sig), timeout)
+	if pre != nil && pre.Type == structs.TaskKilling {
+		// The reason is itself a Killing event (max_run_duration): one
+		// event, with the reason as its message, as Nomad's.
+		pre.KillTimeout, pre.Details["kill_timeout"] = kev.KillTimeout, kev.Details["kill_timeout"]
+		pre, kev = nil, pre
+	}
+	tr.update("", pre, kev)
 	tr.logger.Info("killing task", zap.String("signal", drivers.SignalName(sig)), zap.Duration("kill_timeout", timeout))
 	if err := tr.drv.Stop(context.Background(), tr.handleID(), timeout, signal); err != nil {
 		tr.logger.Error("stop task", zap.Error(err))
