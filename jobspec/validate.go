@@ -164,6 +164,14 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	if tg.ShutdownDelay != nil && *tg.ShutdownDelay < 0 {
 		errs.add(join(gp, "ShutdownDelay"), "must not be negative (got %v)", *tg.ShutdownDelay)
 	}
+	if d := tg.MaxRunDuration; d != nil {
+		if *d <= 0 {
+			errs.add(join(gp, "MaxRunDuration"), "must be greater than zero (got %v)", *d)
+		}
+		if j.Type != structs.JobTypeBatch && j.Type != structs.JobTypeSysBatch {
+			errs.add(join(gp, "MaxRunDuration"), "is only allowed in batch and sysbatch jobs (job type %q does not allow max_run_duration)", j.Type)
+		}
+	}
 	if tg.MaxClientDisconnect != nil && *tg.MaxClientDisconnect < 0 {
 		errs.add(join(gp, "MaxClientDisconnect"), "must not be negative (got %v)", *tg.MaxClientDisconnect)
 	}
@@ -317,6 +325,7 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 	}
 	validateTemplates(t.Templates, tp, errs)
 	validateArtifacts(t.Artifacts, tp, errs)
+	validateVolumeMounts(tg, t, tp, errs)
 
 	if r := t.Resources; r == nil {
 		errs.add(join(tp, "Resources"), "must be set")

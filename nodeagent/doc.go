@@ -18,8 +18,13 @@
 // or at healthy_deadline; each report names the deployment its health is
 // for). Lifecycle tasks (prestart, poststart, poststop,
 // sidecars) wait at gates the alloc runner opens from the task states.
-// The agent garbage-collects terminal allocs (see gc.go) and serves task
-// logs (StreamLogs).
+// The agent garbage-collects terminal allocs (see gc.go) and answers
+// Nomad's client routes for its allocs: task logs (StreamLogs), restart
+// and signal (alloc_ops.go: a user's restart stops the task and starts it
+// again at once, counted in Restarts without using a policy attempt),
+// exec through the driver (drivers.ExecStreamer for live streams and a
+// terminal), task and host stats (alloc_stats.go, host_stats.go) and the
+// alloc dir's files, confined to it (allocfs.go).
 //
 // Every task runs through its driver (package drivers: one interface that
 // owns a task's whole life — start, wait, stop, destroy, recover, signal,
