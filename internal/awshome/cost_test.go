@@ -141,7 +141,7 @@ func TestCostFigures(t *testing.T) {
 	// report for all of them, as the agent batches its reports.
 	big := job.Copy()
 	big.ID, big.Name, big.TaskGroups[0].Count = "bulk", "bulk", 40
-	bulk := meter.Measure(func() {
+	bulkRegister := meter.Measure(func() {
 		_, err := h.Service.RegisterJob(ctx, &controlplane.RegisterRequest{Job: big})
 		check(err)
 	})
@@ -151,27 +151,33 @@ func TestCostFigures(t *testing.T) {
 		t.Fatalf("registration sent %d messages", len(out.Messages))
 	}
 	m = out.Messages[0]
-	bulk = bulk.Add(meter.Measure(func() {
+	bulkEvaluate := meter.Measure(func() {
 		resp, err := h.EvaluateHandler().Handle(ctx, events.SQSEvent{Records: []events.SQSMessage{{MessageId: aws.ToString(m.MessageId),
 			ReceiptHandle: aws.ToString(m.ReceiptHandle), Body: aws.ToString(m.Body)}}})
 		check(err)
 		if len(resp.BatchItemFailures) != 0 {
 			t.Fatalf("evaluation failed: %+v", resp)
 		}
+	})
+	bulkFetch := meter.Measure(func() {
 		allocs, _, err = h.Store.AgentAssignments(ctx, node.ID)
 		check(err)
-		var reports []*structs.Allocation
-		for _, a := range allocs {
-			if a.JobID == "bulk" {
-				reports = append(reports, &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning,
-					TaskStates: map[string]*structs.TaskState{"server": {State: structs.TaskStateRunning}}})
+	})
+	var reports []*structs.Allocation
+	for _, a := range allocs {
+		if a.JobID == "bulk" {
+			if a.Job == nil {
+				t.Fatalf("assignment %s without its job", a.ID)
 			}
+			reports = append(reports, &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusRunning,
+				TaskStates: map[string]*structs.TaskState{"server": {State: structs.TaskStateRunning}}})
 		}
-		if len(reports) != 40 {
-			t.Fatalf("%d allocs of the bulk job", len(reports))
-		}
-		check(h.Service.UpdateAllocs(ctx, node.ID, reports))
-	}))
+	}
+	if len(reports) != 40 {
+		t.Fatalf("%d allocs of the bulk job", len(reports))
+	}
+	bulkReport := meter.Measure(func() { check(h.Service.UpdateAllocs(ctx, node.ID, reports)) })
+	bulk := bulkRegister.Add(bulkEvaluate).Add(bulkFetch).Add(bulkReport)
 
 	// The arithmetic.
 	polls := float64(year / awscp.PollInterval)
@@ -192,7 +198,9 @@ func TestCostFigures(t *testing.T) {
 		polls, poll.Dollars(), beats, beat.Dollars(), sweepsYear, perNodeSweep.Dollars(), nodeYear)
 	fmt.Fprintf(&b, "one placement: register %s; evaluate %s; agent fetch %s; first report %s\n", register, evaluate, fetch, report)
 	fmt.Fprintf(&b, "  total %s = $%.7f, $%.2f per million placements\n", placement, placement.Dollars(), placement.Dollars()*1e6)
-	fmt.Fprintf(&b, "40 placements of one job on one node (register, evaluate, fetch, one report of the 40): %s = %.1f RRU + %.1f WRU per placement, $%.2f per million placements\n",
+	fmt.Fprintf(&b, "40 placements of one job on one node: register %s; evaluate %s; agent fetch %s; one report of the 40 %s\n",
+		bulkRegister, bulkEvaluate, bulkFetch, bulkReport)
+	fmt.Fprintf(&b, "  total %s = %.1f RRU + %.1f WRU per placement, $%.2f per million placements\n",
 		bulk, bulk.Read/40, bulk.Write/40, bulk.Dollars()/40*1e6)
 	fmt.Fprintf(&b, "idle control plane: sweep %s per minute, GC %s per 15 minutes\n", sweepIdle, gcIdle)
 	fmt.Fprintf(&b, "  per month: DynamoDB %.0f × $%.8f + %.0f × $%.8f = $%.4f; sweeper Lambda %.0f × ($%.2f/M + 0.25 GB × %.2f s × $%.10f) = $%.4f; its logs $%.4f; total $%.4f\n",

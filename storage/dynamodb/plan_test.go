@@ -378,6 +378,7 @@ func TestTokensDifferPerContent(t *testing.T) {
 type txSizeLimit struct {
 	mu      sync.Mutex
 	largest int
+	big     int // transactions over 1 MB
 }
 
 func (l *txSizeLimit) apply(o *awsddb.Options) {
@@ -403,6 +404,9 @@ func (l *txSizeLimit) apply(o *awsddb.Options) {
 				}
 				l.mu.Lock()
 				l.largest = max(l.largest, n)
+				if n > 1<<20 {
+					l.big++
+				}
 				l.mu.Unlock()
 			}
 			return next.HandleInitialize(ctx, p)
@@ -430,10 +434,11 @@ func attrsSize(m map[string]types.AttributeValue) int {
 	return n
 }
 
-// TestLargeJobPlanChunksByBytes: each assignment carries its group's job,
-// so a job with a few hundred KB of incompressible env makes a plan's
-// items outgrow DynamoDB's 4 MB per transaction long before 100 actions;
-// the plan is chunked by bytes too and every alloc is placed.
+// TestLargeJobPlanChunksByBytes: each node an alloc lands on gets its copy
+// of the job version, so a job with a few hundred KB of incompressible env
+// spread over 20 nodes makes a plan's items outgrow DynamoDB's 4 MB per
+// transaction long before 100 actions; the plan is chunked by bytes too
+// and every alloc is placed.
 func TestLargeJobPlanChunksByBytes(t *testing.T) {
 	t.Parallel()
 	limit := &txSizeLimit{}
@@ -447,23 +452,30 @@ func TestLargeJobPlanChunksByBytes(t *testing.T) {
 	h := &home{t: t, store: s, service: controlplane.New(controlplane.Config{Store: s, Logger: log}),
 		eval: &scheduler.Evaluator{State: s, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
 			RescheduleTracker: reconcile.NextRescheduleTracker, Logger: log}}
-	h.node("n1", 100*100, 1<<20)
-	job := testJob("large", 20, 100) // 20 × ~225 KB: 4.5 MB on one node
+	for i := 0; i < 20; i++ {
+		h.node(fmt.Sprintf("n%02d", i), 100, 1<<20) // room for one alloc each
+	}
+	job := testJob("large", 20, 100) // 20 nodes × a ~225 KB job copy: 4.5 MB
 	noise := make([]byte, 220<<10)
 	if _, err := crand.Read(noise); err != nil {
 		t.Fatal(err)
 	}
 	job.TaskGroups[0].Tasks[0].Env = map[string]string{"BLOB": base64.StdEncoding.EncodeToString(noise)} // ~290 KB, ~220 KB gzipped
 	if err := h.eval.Process(ctx, h.register(job)); err != nil {
-		t.Fatalf("evaluate a job of 20 allocs with ~225 KB assignments each: %v", err)
+		t.Fatalf("evaluate a job of 20 allocs with ~225 KB job copies on 20 nodes: %v", err)
 	}
 	if n := len(h.live("large")); n != 20 {
 		t.Fatalf("%d live allocs, want 20", n)
 	}
 	h.checkInvariants()
-	assigned, err := s.AllocsByNode(ctx, "n1")
-	if err != nil || len(assigned) != 20 {
-		t.Fatalf("node's allocs: %d %v", len(assigned), err)
+	for i := 0; i < 20; i++ {
+		as, _, err := s.AgentAssignments(ctx, fmt.Sprintf("n%02d", i))
+		if err != nil || len(as) != 1 || as[0].Job == nil || as[0].Job.TaskGroups[0].Tasks[0].Env["BLOB"] == "" {
+			t.Fatalf("node n%02d's assignments: %d %v", i, len(as), err)
+		}
+	}
+	if limit.big < 2 {
+		t.Fatalf("%d transactions over 1 MB; the plan's 4.5 MB need at least two", limit.big)
 	}
 	t.Logf("largest transaction: %d bytes of items (limit %d)", limit.largest, ddb.MaxTransactBytes)
 }
