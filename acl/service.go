@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net/http"
 	"regexp"
 	"slices"
 	"strings"
@@ -541,4 +542,22 @@ func (s *Service) DeleteToken(ctx context.Context, caller *Identity, accessor st
 		return 0, ErrPermissionDenied
 	}
 	return s.Store.DeleteACLTokens(ctx, []string{accessor})
+}
+
+// SecretOf returns the secret a request presents: X-Nomad-Token, else an
+// "Authorization: Bearer" header, as Nomad's HTTP API reads them.
+func SecretOf(r *http.Request) string {
+	if s := r.Header.Get("X-Nomad-Token"); s != "" {
+		return s
+	}
+	if v, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer "); ok {
+		return strings.TrimSpace(v)
+	}
+	return ""
+}
+
+// Identify resolves the request's secret (SecretOf), as the embedded
+// server does for every request.
+func (s *Service) Identify(r *http.Request) (*Identity, error) {
+	return s.Resolve(r.Context(), SecretOf(r))
 }

@@ -28,6 +28,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/drover-sched/drover/acl"
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/jobspec"
 	"github.com/drover-sched/drover/storage"
@@ -114,13 +115,28 @@ type Config struct {
 	Namespaces Namespaces
 	// Scheduler, when set, serves /v1/operator/scheduler/configuration.
 	Scheduler SchedulerConfigs
+	// ACL, when set, turns Nomad's ACLs on: every route checks what its
+	// row of the capability table (capabilities.go) says its caller
+	// needs, answering 403 "Permission denied" otherwise; lists are
+	// filtered to what the caller may read; the /v1/acl routes work. Nil:
+	// ACLs off, as Nomad without acl.enabled (every request allowed, the
+	// /v1/acl routes answer 400 "ACL support disabled").
+	ACL ACLs
+	// NodeSecrets, when set, binds each node to the secret it first
+	// registered with (Nomad's node SecretID, sent as X-Nomad-Token) and
+	// refuses node-agent requests that do not present it: the
+	// self-hosted home. On AWS nodes are IAM identities (NodeAuth).
+	NodeSecrets NodeSecrets
 }
 
 // Server serves the API.
 type Server struct {
 	cfg Config
-	mux *http.ServeMux
+	mux *routeMux
 	log *zap.Logger
+	// state is the store unfiltered, for the capability checks (cfg.State
+	// is filtered by identity when ACLs are on).
+	state State
 	// clientFS serves node-local files (logs) when the agent runs its node
 	// in-process; set by HandleClientFS before serving.
 	clientFS ClientFS
@@ -134,9 +150,16 @@ func New(cfg Config) *Server {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
+	s := &Server{cfg: cfg, log: cfg.Logger, state: cfg.State}
+	s.mux = &routeMux{ServeMux: http.NewServeMux(), s: s}
 	if s.log == nil {
 		s.log = zap.NewNop()
+	}
+	if cfg.ACL != nil {
+		s.cfg.State = aclState{cfg.State}
+		if cfg.Namespaces != nil {
+			s.cfg.Namespaces = aclNamespaces{cfg.Namespaces}
+		}
 	}
 	s.routes()
 	return s
@@ -225,6 +248,7 @@ func (s *Server) routes() {
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
 	s.jobsParseRoutes()
+	s.aclRoutes()
 }
 
 // checkQuery refuses a query string that does not parse and a region
@@ -360,13 +384,18 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	_, _ = fmt.Fprintln(w, msg)
 }
 
-// fail maps an error to its status: bad input 400, unknown 404, failed
-// enforced index 409, else 500.
+// fail maps an error to its status: bad input 400, a denied or unknown
+// token 403 (Nomad's "Permission denied", "ACL token not found", "ACL
+// token expired"), unknown 404, failed enforced index 409, else 500.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ve *jobspec.ValidationError
 	var bad *badRequest
+	var aclBad *acl.BadRequestError
 	switch {
-	case errors.As(err, &ve), errors.As(err, &bad), errors.Is(err, controlplane.ErrBadRequest):
+	case errors.Is(err, acl.ErrPermissionDenied), errors.Is(err, acl.ErrTokenNotFound), errors.Is(err, acl.ErrTokenExpired):
+		writeError(w, http.StatusForbidden, err.Error())
+	case errors.As(err, &ve), errors.As(err, &bad), errors.Is(err, controlplane.ErrBadRequest),
+		errors.As(err, &aclBad), errors.Is(err, acl.ErrDisabled):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, storage.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())
