@@ -56,9 +56,14 @@ type Config struct {
 	// ID (there: bound to the caller's IAM identity).
 	ControlPlane nodeagent.ControlPlane
 	NodeID       string
-	// HTTPAddr is the API's listen address (servers; default
-	// 127.0.0.1:4646; port 0 picks a free one).
+	// HTTPAddr is the API's listen address (default 127.0.0.1:4646; port
+	// 0 picks a free one). A client-only agent serves its node's client
+	// routes (/v1/client/...) there.
 	HTTPAddr string
+	// AdvertiseHTTP is the "host:port" the node advertises as its
+	// HTTPAddr, where servers and users reach its client routes (default:
+	// the bound HTTPAddr).
+	AdvertiseHTTP string
 	// Workers is the number of evaluation workers (default
 	// scheduler.DefaultWorkers: four per CPU core). Evaluations of
 	// different jobs compute in parallel; the store serializes commits.
@@ -73,6 +78,11 @@ type Config struct {
 	NodeClass string
 	// EnableRawExec turns on the raw_exec driver outside dev mode.
 	EnableRawExec bool
+	// DockerAllowPrivileged and DockerVolumesEnabled are the docker
+	// driver's allow_privileged and volumes.enabled (both off by
+	// default, as in Nomad).
+	DockerAllowPrivileged bool
+	DockerVolumesEnabled  bool
 	// GCMaxAllocs is how many allocs a client keeps before it destroys
 	// terminal ones (Nomad's gc_max_allocs; default 50).
 	GCMaxAllocs int
@@ -91,6 +101,8 @@ type Config struct {
 	Logger            *zap.Logger
 }
 
+var _ httpapi.ClientNode = (*nodeagent.Agent)(nil)
+
 // Agent is a running server, client, or both.
 type Agent struct {
 	cfg       Config
@@ -102,6 +114,7 @@ type Agent struct {
 	timers    *controlplane.Timers
 	api       *httpapi.Server
 	node      *nodeagent.Agent
+	forward   *httpapi.ForwardSigner
 	listener  net.Listener
 	ready     chan struct{}
 }
@@ -167,8 +180,12 @@ func (a *Agent) newServer() error {
 	a.evaluator = newEvaluator(store, a.broker, a.log.Named("scheduler"))
 	a.evaluator.BeforeCommit = a.cfg.BeforeCommit
 	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
-		HeartbeatTTL: a.cfg.HeartbeatTTL, Planner: a.evaluator})
+		HeartbeatTTL: a.cfg.HeartbeatTTL, Planner: a.evaluator, SchedulerConfigChanged: a.evaluator.Config.Invalidate})
 	a.timers = controlplane.NewTimers(a.service, a.cfg.Timers)
+	if a.forward, err = loadForwardSigner(serverDir); err != nil {
+		store.Close()
+		return err
+	}
 	return nil
 }
 
@@ -194,8 +211,8 @@ func (a *Agent) newClient() error {
 		DataDir: filepath.Join(a.cfg.DataDir, "client"), NodeName: a.cfg.NodeName, Datacenter: a.cfg.Datacenter,
 		NodePool: a.cfg.NodePool, NodeClass: a.cfg.NodeClass, HTTPAddr: a.cfg.HTTPAddr, DevMode: a.cfg.Dev,
 		EnabledDrivers: drivers, PollInterval: a.cfg.PollInterval, SupervisorCommand: a.cfg.SupervisorCommand,
-		GCMaxAllocs: a.cfg.GCMaxAllocs,
-		Version:     Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
+		GCMaxAllocs: a.cfg.GCMaxAllocs, DockerAllowPrivileged: a.cfg.DockerAllowPrivileged, DockerVolumesEnabled: a.cfg.DockerVolumesEnabled,
+		Version: Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
 	})
 	if err != nil {
 		return fmt.Errorf("create node agent: %w", err)
@@ -222,8 +239,11 @@ func (a *Agent) evalDeliveryLimit(ev *structs.Evaluation, reason string) {
 // it if the caller did not; calling it first lets the caller report a bind
 // failure before announcing the agent, and learn the address of port 0.
 func (a *Agent) Listen() error {
-	if !a.cfg.Server || a.listener != nil {
+	if a.listener != nil {
 		return nil
+	}
+	if !a.cfg.Server {
+		return a.listenClient()
 	}
 	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
 	if err != nil {
@@ -231,6 +251,14 @@ func (a *Agent) Listen() error {
 		return fmt.Errorf("listen on %s: %w", a.cfg.HTTPAddr, err)
 	}
 	a.listener = ln
+	if a.node != nil {
+		// The node's client routes are the server's, in-process.
+		adv := a.cfg.AdvertiseHTTP
+		if adv == "" {
+			adv = ln.Addr().String()
+		}
+		a.node.SetHTTPAddr(adv)
+	}
 	return nil
 }
 
@@ -299,12 +327,12 @@ func (a *Agent) Run(ctx context.Context) error {
 		a.api = httpapi.New(httpapi.Config{
 			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,
 			Plans: a.service, Scaler: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
-			Logger: a.log.Named("http"),
+			ForwardSigner: a.forward, Logger: a.log.Named("http"),
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},
 		})
 		if a.node != nil {
-			a.api.HandleClientFS(a.node) // the node's logs, served in-process
+			a.api.HandleClient(a.node) // the node's client routes, served in-process
 		}
 		srv = &http.Server{Handler: a.api, ReadHeaderTimeout: 10 * time.Second}
 		n, err := a.service.RestorePending(ctx)
@@ -324,6 +352,24 @@ func (a *Agent) Run(ctx context.Context) error {
 			defer wg.Done()
 			a.timers.Run(workCtx)
 		}()
+		go func() {
+			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				httpErr <- err
+			}
+			close(httpErr)
+		}()
+	}
+	if !a.cfg.Server {
+		if err := a.Listen(); err != nil {
+			return err
+		}
+		h, err := a.clientAPI()
+		if err != nil {
+			return err
+		}
+		srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		ln := a.listener
+		a.log.Info("client HTTP API listening", zap.String("http_addr", ln.Addr().String()), zap.String("advertised", a.node.Node().HTTPAddr))
 		go func() {
 			if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 				httpErr <- err

@@ -368,7 +368,9 @@ func (s *Service) RevertJob(ctx context.Context, ns, jobID string, version uint6
 func (s *Service) revertTo(ctx context.Context, target *structs.Job) (*RegisterResponse, error) {
 	job := target.Copy()
 	job.Stop = false
-	resp, err := s.RegisterJob(ctx, &RegisterRequest{Job: job})
+	// The new version keeps the source of the version it restores, as
+	// Nomad's.
+	resp, err := s.RegisterJob(ctx, &RegisterRequest{Job: job, Submission: s.submissionOf(ctx, target)})
 	if err != nil {
 		return nil, err
 	}

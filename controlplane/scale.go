@@ -59,8 +59,9 @@ func (s *Service) ScaleJob(ctx context.Context, req *ScaleRequest) (*RegisterRes
 	if req.Count != nil {
 		job.LookupTaskGroup(req.Group).Count = int(*req.Count)
 	}
-	resp, err := s.register(ctx, &RegisterRequest{Job: job, EnforceIndex: true, JobModifyIndex: cur.JobModifyIndex},
-		structs.EvalTriggerScaling, event)
+	// The new version keeps the current one's source, as Nomad's.
+	resp, err := s.register(ctx, &RegisterRequest{Job: job, EnforceIndex: true, JobModifyIndex: cur.JobModifyIndex,
+		Submission: s.submissionOf(ctx, cur)}, structs.EvalTriggerScaling, event)
 	if err != nil {
 		return nil, err
 	}
@@ -149,4 +150,13 @@ func JobScaleStatus(ctx context.Context, st ScaleStatusStore, namespace, jobID s
 		}
 	}
 	return out, nil
+}
+
+// submissionOf is the source job's version was registered from, or nil.
+func (s *Service) submissionOf(ctx context.Context, job *structs.Job) *structs.JobSubmission {
+	sub, err := s.store.JobSubmission(ctx, job.Namespace, job.ID, job.Version)
+	if err != nil {
+		return nil
+	}
+	return sub
 }

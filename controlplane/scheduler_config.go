@@ -38,6 +38,9 @@ func (s *Service) SetSchedulerConfig(ctx context.Context, cfg *structs.Scheduler
 	if err != nil || !ok {
 		return ok, idx, err
 	}
+	if s.configHook != nil {
+		s.configHook()
+	}
 	s.log.Info("scheduler configuration set", zap.String("algorithm", cfg.SchedulerAlgorithm),
 		zap.Bool("pause_eval_broker", cfg.PauseEvalBroker))
 	if prev.PauseEvalBroker && !cfg.PauseEvalBroker {

@@ -51,6 +51,7 @@ type Store interface {
 	UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error)
 	GarbageCollect(ctx context.Context, olderThan time.Time) (*storage.GCResult, error)
 	AppendNodeEvents(ctx context.Context, nodeID string, events ...*structs.NodeEvent) (*structs.Node, error)
+	JobSubmission(ctx context.Context, namespace, jobID string, version uint64) (*structs.JobSubmission, error)
 	Namespace(ctx context.Context, name string) (*structs.Namespace, error)
 	Namespaces(ctx context.Context) ([]*structs.Namespace, error)
 	UpsertNamespace(ctx context.Context, ns *structs.Namespace) (*structs.Namespace, error)
@@ -72,6 +73,7 @@ type Service struct {
 	now          func() time.Time
 	heartbeatTTL time.Duration
 	planner      Planner
+	configHook   func()
 
 	mu         sync.Mutex
 	heartbeats map[string]time.Time // node ID → last heartbeat
@@ -88,12 +90,17 @@ type Config struct {
 	HeartbeatTTL time.Duration
 	// Planner, when set, answers job plans (the evaluator, dry-running).
 	Planner Planner
+	// SchedulerConfigChanged, when set, is called after the scheduler
+	// configuration is written (the embedded home drops the evaluator's
+	// cached copy, so a pause takes effect at once).
+	SchedulerConfigChanged func()
 }
 
 // New returns a Service.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, queue: cfg.Queue, log: cfg.Logger, now: cfg.Now,
-		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}, planner: cfg.Planner}
+		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}, planner: cfg.Planner,
+		configHook: cfg.SchedulerConfigChanged}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}

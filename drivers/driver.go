@@ -338,6 +338,15 @@ type Options struct {
 	// SupervisorEnv is added to the agent's environment for supervisor
 	// processes only.
 	SupervisorEnv []string
+	// DockerHost is the Docker Engine's address; empty means the
+	// environment's DOCKER_HOST or the default socket.
+	DockerHost string
+	// DockerAllowPrivileged lets docker tasks set privileged = true
+	// (Nomad's docker plugin option allow_privileged; off by default).
+	DockerAllowPrivileged bool
+	// DockerVolumesEnabled lets docker tasks mount host paths outside
+	// their task dir (Nomad's volumes.enabled; off by default).
+	DockerVolumesEnabled bool
 }
 
 func sortedEnv(env map[string]string) []string {

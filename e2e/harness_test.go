@@ -94,11 +94,13 @@ func (a *agentProc) waitAddr() {
 }
 
 // startAgent starts the dev agent on addr (127.0.0.1:0 picks a free port,
-// which the agent reports) with dataDir and waits until its API answers.
-func startAgent(t *testing.T, dataDir, addr string) *agentProc {
+// which the agent reports) with dataDir and waits until its API answers;
+// extra flags are added to its command line.
+func startAgent(t *testing.T, dataDir, addr string, extra ...string) *agentProc {
 	t.Helper()
 	a := &agentProc{t: t, addr: addr, dataDir: dataDir, log: &syncBuffer{}, done: make(chan struct{})}
-	a.cmd = exec.Command(droverBin, "agent", "-dev", "-data-dir", dataDir, "-http-addr", addr, "-log-level", "debug")
+	args := append([]string{"agent", "-dev", "-data-dir", dataDir, "-http-addr", addr, "-log-level", "debug"}, extra...)
+	a.cmd = exec.Command(droverBin, args...)
 	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
 	if err := a.cmd.Start(); err != nil {
 		t.Fatal(err)

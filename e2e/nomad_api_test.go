@@ -113,6 +113,9 @@ func TestNomadAPIRoutes(t *testing.T) {
 		t.Fatalf("scale: %+v %v", sr, err)
 	}
 	waitFor(t, 20*time.Second, "web at 3", func() bool { return runningCount(t, c, "web") == 3 })
+	if sub, _, err := c.Jobs().Submission("web", 1, nil); err != nil || !strings.Contains(sub.Source, `job "web"`) {
+		t.Fatalf("the scaled version's source (kept from version 0, as Nomad): %+v %v", sub, err)
+	}
 	st, _, err := c.Jobs().ScaleStatus("web", nil)
 	if err != nil || st.TaskGroups["web"].Desired != 3 || st.TaskGroups["web"].Running != 3 ||
 		len(st.TaskGroups["web"].Events) != 1 || st.TaskGroups["web"].Events[0].Message != "three, please" {
@@ -175,9 +178,9 @@ func TestNomadAPIRoutes(t *testing.T) {
 	if err != nil || !set.Updated {
 		t.Fatalf("pause: %+v %v", set, err)
 	}
-	time.Sleep(2 * time.Second) // the evaluator reads the configuration at most once a second
 	held := register(t, c, batchJob("held", script))
-	time.Sleep(1500 * time.Millisecond)
+	time.Sleep(time.Second) // long enough for an unpaused evaluator to have run it
+
 	if e, _, err := c.Evaluations().Info(held, nil); err != nil || e.Status != "pending" {
 		t.Fatalf("eval while paused: %+v %v", e, err)
 	}

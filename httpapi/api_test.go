@@ -113,7 +113,7 @@ func TestBadInputIsRejectedAndNothingStored(t *testing.T) {
 		{"wrong type for count", mutate(t, func(j map[string]any) { group(j)["Count"] = "three" }), "Count"},
 		{"wrong type for priority", mutate(t, func(j map[string]any) { j["Priority"] = true }), "Priority"},
 		{"unknown field", mutate(t, func(j map[string]any) { j["Cout"] = 3 }), "Cout"},
-		{"unknown driver", mutate(t, func(j map[string]any) { task(j)["Driver"] = "docker" }), "Driver"},
+		{"unknown driver", mutate(t, func(j map[string]any) { task(j)["Driver"] = "qemu" }), "Driver"},
 		{"negative count", mutate(t, func(j map[string]any) { group(j)["Count"] = -1 }), "Count"},
 		{"group without tasks", mutate(t, func(j map[string]any) { group(j)["Tasks"] = []any{} }), "Tasks"},
 		{"task without driver", mutate(t, func(j map[string]any) { delete(task(j), "Driver") }), "Driver"},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 
 	"go.uber.org/zap"
 
@@ -162,6 +163,18 @@ var routeNeeds = func() map[string]need {
 	writes(t, "/v1/acl/policy/{name}", need{kind: needManagement})
 	writes(t, "/v1/acl/token", need{kind: needManagement})
 	writes(t, "/v1/acl/token/{accessor}", need{kind: needManagement})
+	t["GET /v1/nodeagent/forward-key"] = need{kind: needNone} // a public key
+	// The client routes (client.go) declare theirs next to their table.
+	for pattern, caps := range ClientRouteCapabilities {
+		switch {
+		case len(caps) == 1 && caps[0] == "node:read":
+			t[pattern] = need{kind: needNodeRead}
+		case strings.Contains(pattern, "{alloc_id}"):
+			t[pattern] = objNeed(objAlloc, "alloc_id", caps...)
+		default:
+			t[pattern] = objNeed(objAlloc, "id", caps...)
+		}
+	}
 	return t
 }()
 

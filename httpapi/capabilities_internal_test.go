@@ -22,8 +22,16 @@ func allRoutesServer(t *testing.T) *Server {
 	broker := evqueue.New(evqueue.Config{})
 	t.Cleanup(broker.Close)
 	svc := controlplane.New(controlplane.Config{Store: store, Queue: broker})
+	seed, err := NewForwardKeySeed()
+	if err != nil {
+		t.Fatal(err)
+	}
+	signer, err := NewForwardSigner(seed)
+	if err != nil {
+		t.Fatal(err)
+	}
 	return New(Config{State: store, Jobs: svc, NodeAgents: svc, Operator: svc, Plans: svc, Scaler: svc, Allocs: svc,
-		Namespaces: svc, Scheduler: svc, NodeSecrets: store})
+		Namespaces: svc, Scheduler: svc, NodeSecrets: store, ForwardSigner: signer})
 }
 
 // TestEveryRouteDeclaresItsNeed: every pattern the API registers has a row

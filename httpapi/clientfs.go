@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"io/fs"
 	"net/http"
 	"strconv"
@@ -36,30 +37,13 @@ type logFrame struct {
 	FileEvent string `json:",omitempty"`
 }
 
-// HandleClientFS serves GET /v1/client/fs/logs/:alloc_id from fsys, with
-// Nomad's query parameters: task (required), type (stdout or stderr,
-// default stdout), follow, offset (bytes), origin (start or end) and
-// plain. Without plain=true the body is a stream of JSON frames, as
-// Nomad's CLI and Go client read it; with it, the raw bytes.
-func (s *Server) HandleClientFS(fsys ClientFS) {
-	s.clientFS = fsys
-}
-
-// clientLogsRoute serves the logs of the in-process node, or explains why
-// there are none: only an agent that runs a node in-process (the dev
-// agent) can read its alloc dirs.
-func (s *Server) clientLogsRoute(w http.ResponseWriter, r *http.Request) {
-	if s.clientFS == nil {
-		writeError(w, http.StatusNotImplemented, "allocation logs are served by an agent that runs the node itself (drover agent -dev); "+
-			"on a -client node read <data-dir>/client/alloc/<alloc id>/alloc/logs/")
-		return
-	}
-	s.clientLogs(w, r, s.clientFS)
-}
-
-func (s *Server) clientLogs(w http.ResponseWriter, r *http.Request, fsys ClientFS) {
+// clientLogs serves GET /v1/client/fs/logs/:alloc_id with Nomad's query
+// parameters: task (required), type (stdout or stderr, default stdout),
+// follow, offset (bytes), origin (start or end) and plain. Without
+// plain=true the body is a stream of JSON frames, as Nomad's CLI and Go
+// client read it; with it, the raw bytes.
+func (s *Server) clientLogs(w http.ResponseWriter, r *http.Request, fsys ClientNode, allocID string) {
 	q := r.URL.Query()
-	allocID := r.PathValue("alloc_id")
 	task := q.Get("task")
 	if task == "" {
 		writeError(w, http.StatusBadRequest, "query parameter \"task\": must name the task")
@@ -148,5 +132,133 @@ func (s *Server) clientLogs(w http.ResponseWriter, r *http.Request, fsys ClientF
 	default:
 		// Mid-stream: the status is sent; the client sees the stream end.
 		s.log.Debug("log stream ended early", zap.String("alloc_id", allocID), zap.String("task", task), zap.Error(err))
+	}
+}
+
+// pathParam is the ?path= of an fs route ("/" when absent, as Nomad).
+func pathParam(r *http.Request) string {
+	if p := r.URL.Query().Get("path"); p != "" {
+		return p
+	}
+	return "/"
+}
+
+// clientLs serves GET /v1/client/fs/ls/:alloc_id?path=: the directory's
+// entries as Nomad's AllocFileInfo list.
+func (s *Server) clientLs(w http.ResponseWriter, r *http.Request, node ClientNode, allocID string) {
+	files, err := node.ListFiles(r.Context(), allocID, pathParam(r))
+	if err != nil {
+		s.clientFail(w, r, err)
+		return
+	}
+	setMeta(w, 0)
+	writeJSON(w, r, http.StatusOK, files)
+}
+
+// clientStat serves GET /v1/client/fs/stat/:alloc_id?path=.
+func (s *Server) clientStat(w http.ResponseWriter, r *http.Request, node ClientNode, allocID string) {
+	fi, err := node.StatFile(r.Context(), allocID, pathParam(r))
+	if err != nil {
+		s.clientFail(w, r, err)
+		return
+	}
+	setMeta(w, 0)
+	writeJSON(w, r, http.StatusOK, fi)
+}
+
+// clientCat serves GET /v1/client/fs/cat/:alloc_id?path=: the whole file.
+func (s *Server) clientCat(w http.ResponseWriter, r *http.Request, node ClientNode, allocID string) {
+	s.readFile(w, r, node, allocID, 0, -1)
+}
+
+// clientReadAt serves GET /v1/client/fs/readat/:alloc_id?path=&offset=&limit=:
+// limit bytes from offset (limit <= 0: to the end), as Nomad.
+func (s *Server) clientReadAt(w http.ResponseWriter, r *http.Request, node ClientNode, allocID string) {
+	offset, err := int64Param(r, "offset")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	limit, err := int64Param(r, "limit")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	if offset < 0 {
+		s.fail(w, r, badRequestf("query parameter \"offset\": must not be negative"))
+		return
+	}
+	if limit <= 0 {
+		limit = -1
+	}
+	s.readFile(w, r, node, allocID, offset, limit)
+}
+
+func (s *Server) readFile(w http.ResponseWriter, r *http.Request, node ClientNode, allocID string, offset, limit int64) {
+	f, err := node.OpenFile(r.Context(), allocID, pathParam(r))
+	if err != nil {
+		s.clientFail(w, r, err)
+		return
+	}
+	defer f.Close()
+	var body io.Reader = io.NewSectionReader(f, offset, 1<<62)
+	if limit >= 0 {
+		body = io.LimitReader(body, limit)
+	}
+	w.Header().Set("Content-Type", "application/octet-stream")
+	setMeta(w, 0)
+	w.WriteHeader(http.StatusOK)
+	_, _ = io.Copy(w, body)
+}
+
+func int64Param(r *http.Request, name string) (int64, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, badRequestf("query parameter %q: %q is not a whole number", name, v)
+	}
+	return n, nil
+}
+
+// clientStream serves GET /v1/client/fs/stream/:alloc_id?path=&offset=&origin=:
+// Nomad's StreamFrame JSON frames of the file as it grows (with
+// "file truncated" / "file deleted" events and heartbeats), until the
+// client goes away.
+func (s *Server) clientStream(w http.ResponseWriter, r *http.Request, node ClientNode, allocID string) {
+	offset, err := int64Param(r, "offset")
+	if err != nil {
+		s.fail(w, r, err)
+		return
+	}
+	rc := http.NewResponseController(w)
+	enc := json.NewEncoder(w)
+	started := false
+	err = node.StreamFile(r.Context(), allocID, pathParam(r), r.URL.Query().Get("origin"), offset,
+		func(file string, off int64, data []byte, event string) error {
+			if !started {
+				started = true
+				w.Header().Set("Content-Type", "application/json")
+				setMeta(w, 0)
+				w.WriteHeader(http.StatusOK)
+			}
+			var err error
+			if file != "" || len(data) > 0 || event != "" {
+				err = enc.Encode(logFrame{File: file, Offset: off, Data: data, FileEvent: event})
+			} else if len(data) == 0 && file == "" {
+				err = enc.Encode(logFrame{}) // the first frame and heartbeats
+			}
+			if err != nil {
+				return err
+			}
+			if ferr := rc.Flush(); ferr != nil && !errors.Is(ferr, http.ErrNotSupported) {
+				return ferr
+			}
+			return nil
+		})
+	if err != nil && !started {
+		s.clientFail(w, r, err)
 	}
 }

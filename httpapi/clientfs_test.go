@@ -15,8 +15,10 @@ import (
 	"github.com/hashicorp/nomad/api"
 )
 
-// fakeFS serves fixed chunks of one task's log.
+// fakeFS serves fixed chunks of one task's log (the other ClientNode
+// methods are not called).
 type fakeFS struct {
+	ClientNode
 	gotOrigin string
 	gotOffset int64
 	gotFollow bool
@@ -45,9 +47,8 @@ func (f *fakeFS) StreamLogs(_ context.Context, allocID, task, logType, origin st
 }
 
 func TestClientFSLogs(t *testing.T) {
-	s := New(Config{})
 	f := &fakeFS{}
-	s.HandleClientFS(f)
+	s := NewClientServer(f, Config{})
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	get := func(path string) (int, string, string) {

@@ -49,7 +49,12 @@ func allocStubPage(allocs []*structs.Allocation, o *pageOptions, key func(*struc
 
 func (s *Server) getAllocation(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
-		return s.cfg.State.Alloc(ctx, r.PathValue("id"))
+		a, err := s.cfg.State.Alloc(ctx, r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		a.LegacyResources()
+		return a, nil
 	})
 }
 
@@ -298,6 +303,9 @@ func (s *Server) nodeAllocations(w http.ResponseWriter, r *http.Request) {
 			return nil, err
 		}
 		page, next, err := paginate(allocs, o, allocIndexKey, false)
+		for _, a := range page {
+			a.LegacyResources()
+		}
 		return &listPage{items: page, next: next}, err
 	})
 }

@@ -14,12 +14,14 @@
 package httpapi
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -127,6 +129,13 @@ type Config struct {
 	// refuses node-agent requests that do not present it: the
 	// self-hosted home. On AWS nodes are IAM identities (NodeAuth).
 	NodeSecrets NodeSecrets
+	// ForwardSigner, when set, lets a server forward client routes to the
+	// node that runs the alloc (signed; see ClientAuth) and serves its
+	// public key at GET /v1/nodeagent/forward-key.
+	ForwardSigner *ForwardSigner
+	// ClientAuth, on a client agent's own listener (NewClientServer),
+	// admits its requests; nil admits all.
+	ClientAuth *ClientAuth
 }
 
 // Server serves the API.
@@ -137,9 +146,9 @@ type Server struct {
 	// state is the store unfiltered, for the capability checks (cfg.State
 	// is filtered by identity when ACLs are on).
 	state State
-	// clientFS serves node-local files (logs) when the agent runs its node
-	// in-process; set by HandleClientFS before serving.
-	clientFS ClientFS
+	// client serves the client routes of the node this process runs (set
+	// by HandleClient before serving); nil on a server without a node.
+	client ClientNode
 }
 
 // New returns a Server.
@@ -165,12 +174,27 @@ func New(cfg Config) *Server {
 	return s
 }
 
+// NewClientServer returns the API of a client agent's own listener: only
+// Nomad's client routes (/v1/client/...), answered by node, each request
+// admitted by cfg.ClientAuth. cfg's State and control-plane fields are not
+// used.
+func NewClientServer(node ClientNode, cfg Config) *Server {
+	cfg.State = nil
+	s := &Server{cfg: cfg, log: cfg.Logger, client: node}
+	s.mux = &routeMux{ServeMux: http.NewServeMux(), s: s}
+	if s.log == nil {
+		s.log = zap.NewNop()
+	}
+	s.clientRoutes()
+	return s
+}
+
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	start := time.Now()
 	rw := &statusWriter{ResponseWriter: w}
 	var out http.ResponseWriter = rw
-	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") {
+	if strings.Contains(r.Header.Get("Accept-Encoding"), "gzip") && r.Header.Get("Upgrade") == "" {
 		gz := &gzipWriter{statusWriter: rw}
 		defer gz.Close()
 		out = gz
@@ -212,7 +236,6 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/agent/self", s.agentSelf)
 	m.HandleFunc("GET /v1/status/leader", s.statusLeader)
 	m.HandleFunc("GET /v1/regions", s.regions)
-	m.HandleFunc("GET /v1/client/fs/logs/{alloc_id}", s.clientLogsRoute)
 	m.HandleFunc("GET /v1/deployments", s.listDeployments)
 	m.HandleFunc("GET /v1/deployment/allocations/{id}", s.deploymentAllocations)
 	m.HandleFunc("GET /v1/job/{id}/scale", s.jobScaleStatus)
@@ -245,6 +268,10 @@ func (s *Server) routes() {
 	if s.cfg.Scheduler != nil {
 		m.HandleFunc("GET /v1/operator/scheduler/configuration", s.getSchedulerConfig)
 	}
+	s.clientRoutes()
+	if s.cfg.ForwardSigner != nil {
+		m.HandleFunc("GET /v1/nodeagent/forward-key", s.forwardKeyRoute)
+	}
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
 	s.jobsParseRoutes()
@@ -276,6 +303,19 @@ func (w *statusWriter) WriteHeader(code int) {
 	w.status = code
 	w.ResponseWriter.WriteHeader(code)
 }
+
+// Hijack hands the connection over (websocket upgrades, forwarded or
+// served here).
+func (w *statusWriter) Hijack() (net.Conn, *bufio.ReadWriter, error) {
+	conn, rw, err := http.NewResponseController(w.ResponseWriter).Hijack()
+	if err == nil && w.status == 0 {
+		w.status = http.StatusSwitchingProtocols
+	}
+	return conn, rw, err
+}
+
+// Unwrap gives http.ResponseController the writer underneath.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 func (w *statusWriter) Write(b []byte) (int, error) {
 	if w.status == 0 {

@@ -111,7 +111,7 @@ resource "aws_sqs_queue" "eval" {
   message_retention_seconds   = 1209600
   redrive_policy = jsonencode({
     deadLetterTargetArn = aws_sqs_queue.eval_dlq.arn
-    maxReceiveCount     = 6
+    maxReceiveCount     = 50
   })
 }
 

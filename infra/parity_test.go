@@ -146,8 +146,34 @@ func TestTemplateParity(t *testing.T) {
 	if !reflect.DeepEqual(fix(cfnQueues), fix(tfQueues)) {
 		t.Errorf("queues differ:\n template  %v\n terraform %v", fix(cfnQueues), fix(tfQueues))
 	}
-	if q := fix(cfnQueues)["eval"]; q != queueShape(true, true, 360, 6, 1209600) {
+	if q := fix(cfnQueues)["eval"]; q != queueShape(true, true, 360, 50, 1209600) {
 		t.Errorf("eval queue: %s (FIFO, content-based dedup for Scheduler, visibility above the function timeout, redrive)", q)
+	}
+	// SQS counts every receive, also deliveries handed back unprocessed
+	// (throttling, transaction conflicts, no time left); the evaluate
+	// function counts real attempts itself. The redrive must leave room for
+	// many hand-backs per real attempt, or an eval reaches the dead-letter
+	// queue without having been evaluated DROVER_DELIVERY_LIMIT times.
+	for _, f := range []struct{ file, limitRe, recvRe string }{
+		{"../template.yaml", `DROVER_DELIVERY_LIMIT: "(\d+)"`, `maxReceiveCount: (\d+)`},
+		{"main.tf", `DROVER_DELIVERY_LIMIT\s*= "(\d+)"`, `maxReceiveCount\s*= (\d+)`},
+	} {
+		src, err := os.ReadFile(f.file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		num := func(re string) int {
+			m := regexp.MustCompile(re).FindSubmatch(src)
+			if m == nil {
+				t.Fatalf("%s: no match for %s", f.file, re)
+			}
+			var n int
+			fmt.Sscan(string(m[1]), &n)
+			return n
+		}
+		if limit, recv := num(f.limitRe), num(f.recvRe); recv < 10*limit {
+			t.Errorf("%s: maxReceiveCount %d is not well above DROVER_DELIVERY_LIMIT %d (want at least 10x)", f.file, recv, limit)
+		}
 	}
 
 	// Functions: the same set and shape; each its own role and log group.
@@ -435,7 +461,7 @@ func TestLocalStackInitParity(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, s := range []string{"drover-evals.fifo", "drover-evals-dlq.fifo", `\"ContentBasedDeduplication\": \"true\"`,
-		`\"VisibilityTimeout\": \"360\"`, `maxReceiveCount\\\":6`, "create-schedule-group --name drover"} {
+		`\"VisibilityTimeout\": \"360\"`, `maxReceiveCount\\\":50`, "create-schedule-group --name drover"} {
 		if !strings.Contains(string(script), s) {
 			t.Errorf("init script lacks %s", s)
 		}

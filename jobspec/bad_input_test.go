@@ -131,7 +131,7 @@ func TestBadInput(t *testing.T) {
 		// Tasks.
 		{name: "task null", mut: func(m obj) { grp(m, 0)["Tasks"] = list(nil) }, field: gp + ".Tasks[0]", rule: "must not be null"},
 		{name: "task with no driver", mut: func(m obj) { tsk(m, 0, 0)["Driver"] = "" }, field: tp + ".Driver", rule: "must be set"},
-		{name: "unknown driver", mut: func(m obj) { tsk(m, 0, 0)["Driver"] = "docker" }, field: tp + ".Driver", rule: `unknown driver "docker"`},
+		{name: "unknown driver", mut: func(m obj) { tsk(m, 0, 0)["Driver"] = "qemu" }, field: tp + ".Driver", rule: `unknown driver "qemu"`},
 		{name: "duplicate task names", mut: func(m obj) { addTask(m, "server") }, field: gp + `.Tasks[1] "server".Name`, rule: "duplicates the name of Tasks[0]"},
 		{name: "task name empty", mut: func(m obj) { tsk(m, 0, 0)["Name"] = "" }, field: gp + ".Tasks[0].Name", rule: "must not be empty"},
 		{name: "task name slash", mut: func(m obj) { tsk(m, 0, 0)["Name"] = "a/b" }, field: gp + `.Tasks[0] "a/b".Name`, rule: "must not contain slashes"},
@@ -160,6 +160,52 @@ func TestBadInput(t *testing.T) {
 			tsk(m, 0, 0)["Config"] = obj{"command": "sleep", "work_dir": "local"}
 		}, field: tp + ".Config.work_dir", rule: `must be an absolute path inside the task (got "local")`},
 		{name: "exec without command", mut: func(m obj) { tsk(m, 0, 0)["Driver"] = "exec"; tsk(m, 0, 0)["Config"] = obj{"args": list("x")} }, field: tp + ".Config.command", rule: "is required by the exec driver"},
+		{name: "docker without image", mut: func(m obj) { tsk(m, 0, 0)["Driver"] = "docker"; tsk(m, 0, 0)["Config"] = obj{"args": list("x")} }, field: tp + ".Config.image", rule: "is required by the docker driver"},
+		{name: "docker empty image", mut: func(m obj) { tsk(m, 0, 0)["Driver"] = "docker"; tsk(m, 0, 0)["Config"] = obj{"image": " "} }, field: tp + ".Config.image", rule: "must not be empty"},
+		{name: "docker unknown key", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "imagee": "x"}
+		}, field: tp + ".Config.imagee", rule: "is not a docker option drover supports"},
+		{name: "docker ports without group network", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "ports": list("db")}
+		}, field: tp + ".Config.ports[0]", rule: `port label "db" must be one of the group network's ports`},
+		{name: "docker volume shape", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "volumes": list("data")}
+		}, field: tp + ".Config.volumes[0]", rule: `must be "host_path:container_path"`},
+		{name: "docker volume mode", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "volumes": list("data:/data:rx")}
+		}, field: tp + ".Config.volumes[0]", rule: `mode "rx" must be "ro" or "rw"`},
+		{name: "docker mount type", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "mount": list(obj{"type": "nfs", "target": "/d"})}
+		}, field: tp + ".Config.mount[0].type", rule: `must be "bind", "volume" or "tmpfs" (got "nfs")`},
+		{name: "docker mount target", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "mount": list(obj{"type": "tmpfs"})}
+		}, field: tp + ".Config.mount[0].target", rule: "is required by the docker driver"},
+		{name: "docker auth unknown key", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "auth": list(obj{"user": "u"})}
+		}, field: tp + ".Config.auth[0].user", rule: "is not a docker option drover supports (options: password, server_address, username)"},
+		{name: "docker logging driver", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "logging": list(obj{"type": "syslog"})}
+		}, field: tp + ".Config.logging.type", rule: `must be "json-file" or "local"`},
+		{name: "docker dns server", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "dns_servers": list("dns.example")}
+		}, field: tp + ".Config.dns_servers[0]", rule: `must be an IP address (got "dns.example")`},
+		{name: "docker ulimit", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "ulimit": list(obj{"nofile": "many"})}
+		}, field: tp + ".Config.ulimit.nofile", rule: `must be "soft:hard" or a number (got "many")`},
+		{name: "docker labels not strings", mut: func(m obj) {
+			tsk(m, 0, 0)["Driver"] = "docker"
+			tsk(m, 0, 0)["Config"] = obj{"image": "redis:7", "labels": list(obj{"team": 1})}
+		}, field: tp + ".Config.labels.team", rule: "must be a string (got number)"},
 		{name: "kill timeout negative", mut: func(m obj) { tsk(m, 0, 0)["KillTimeout"] = -1 }, field: tp + ".KillTimeout", rule: "must not be negative"},
 		{name: "kill timeout past progress deadline", mut: func(m obj) { tsk(m, 0, 0)["KillTimeout"] = ns("11m") }, field: tp + ".KillTimeout", rule: "must not be longer than the group's update progress_deadline (11m0s > 10m0s)"},
 		{name: "kill signal unknown", mut: func(m obj) { tsk(m, 0, 0)["KillSignal"] = "SIGFOO" }, field: tp + ".KillSignal", rule: `unknown signal "SIGFOO"`},

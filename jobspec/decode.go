@@ -55,13 +55,14 @@ type RegisterRequest struct {
 }
 
 // Warnings lists, one line each naming the field, the settings of a valid
-// job that drover accepts but does not enforce: memory_max (raw_exec sets
-// no memory limit; placement uses memory).
+// job that drover accepts but does not enforce: memory_max of a raw_exec
+// task (raw_exec sets no memory limit; placement uses memory). exec and
+// docker enforce it as the hard limit.
 func Warnings(job *structs.Job) []string {
 	var out []string
 	for gi, tg := range job.TaskGroups {
 		for ti, t := range tg.Tasks {
-			if t.Resources != nil && t.Resources.MemoryMaxMB > 0 {
+			if t.Driver == RawExecDriver && t.Resources != nil && t.Resources.MemoryMaxMB > 0 {
 				out = append(out, fmt.Sprintf("Job.TaskGroups[%d] %q.Tasks[%d] %q.Resources.MemoryMaxMB: not enforced: drover's raw_exec sets no memory limit (placement uses MemoryMB)",
 					gi, tg.Name, ti, t.Name))
 			}

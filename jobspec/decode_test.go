@@ -569,3 +569,31 @@ func TestExecTaskDecodes(t *testing.T) {
 		t.Fatalf("task %+v", task)
 	}
 }
+
+// TestDockerTaskDecodes: a docker task as Nomad users write it (HCL
+// blocks rendered as lists) is accepted as submitted.
+func TestDockerTaskDecodes(t *testing.T) {
+	body := strings.Replace(minimalService, `"Driver": "raw_exec", "Config": {"command": "/bin/sleep", "args": ["3600"]}`,
+		`"Driver": "docker", "User": "1000", "Config": {"image": "redis:7", "args": ["--port", "${NOMAD_META_port}"], "force_pull": false,
+		"labels": [{"team": "core"}], "auth": [{"username": "u", "password": "p"}], "network_mode": "host",
+		"volumes": ["local/conf:/etc/redis:ro"], "mount": [{"type": "tmpfs", "target": "/scratch", "tmpfs_options": [{"size": 1048576}]}],
+		"logging": [{"type": "json-file", "config": [{"max-size": "10m"}]}], "dns_servers": ["10.0.0.2"], "privileged": true}`, 1)
+	task := decode(t, body).Job.TaskGroups[0].Tasks[0]
+	if task.Driver != "docker" || task.User != "1000" || task.Config["image"] != "redis:7" {
+		t.Fatalf("task %+v", task)
+	}
+}
+
+// TestMemoryMaxWarnsOnlyForRawExec: memory_max is the hard limit of exec
+// and docker tasks, so only raw_exec's is named in the warnings.
+func TestMemoryMaxWarnsOnlyForRawExec(t *testing.T) {
+	job := &structs.Job{TaskGroups: []*structs.TaskGroup{{Name: "g", Tasks: []*structs.Task{
+		{Name: "raw", Driver: "raw_exec", Resources: &structs.Resources{MemoryMB: 64, MemoryMaxMB: 128}},
+		{Name: "iso", Driver: "exec", Resources: &structs.Resources{MemoryMB: 64, MemoryMaxMB: 128}},
+		{Name: "box", Driver: "docker", Resources: &structs.Resources{MemoryMB: 64, MemoryMaxMB: 128}},
+	}}}}
+	w := Warnings(job)
+	if len(w) != 1 || !strings.Contains(w[0], `Tasks[0] "raw".Resources.MemoryMaxMB: not enforced`) {
+		t.Fatalf("warnings %q", w)
+	}
+}

@@ -105,8 +105,13 @@
 // be a string). raw_exec: "command" (required), "args". exec: "command"
 // (required), "args", "pid_mode" and "ipc_mode" ("private" or "host"),
 // "work_dir" (absolute), "cap_add"/"cap_drop" (refused while drover does
-// not change capabilities). A task's User is accepted for drivers that
-// run tasks as their user (exec), refused for raw_exec.
+// not change capabilities). docker: Nomad's docker options that drover
+// supports (drivers/docker.TaskConfig: image (required), force_pull,
+// image_pull_timeout, auth, command, args, entrypoint, work_dir, labels,
+// volumes, mount, network_mode, privileged, ...), each with its rules;
+// "ports" names group network port labels, and is refused while drover
+// has no group network blocks. A task's User is accepted for drivers that
+// run tasks as their user (exec, docker), refused for raw_exec.
 //
 // # Validation rules
 //

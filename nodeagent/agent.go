@@ -27,6 +27,9 @@ const (
 	DefaultVersion = "0.1.0-dev"
 	// DefaultGCMaxAllocs is Config.GCMaxAllocs's default (Nomad's).
 	DefaultGCMaxAllocs = 50
+	// DefaultDriverFingerprintInterval is how often drivers are
+	// fingerprinted again (Nomad's docker driver's interval).
+	DefaultDriverFingerprintInterval = 30 * time.Second
 	// defaultHeartbeatTTL is assumed when the control plane returns none.
 	defaultHeartbeatTTL = 10 * time.Second
 	// shutdownReportTimeout bounds the final report at shutdown.
@@ -49,7 +52,9 @@ type Config struct {
 	NodeClass string
 	// Meta is the node's metadata.
 	Meta map[string]string
-	// HTTPAddr is the address the node advertises (optional).
+	// HTTPAddr is the address ("host:port") where the node serves its
+	// client routes, advertised in the node's HTTPAddr (optional; see
+	// SetHTTPAddr).
 	HTTPAddr string
 	// DevMode is the dev agent: raw_exec is enabled by default, and a
 	// graceful shutdown stops every task (otherwise tasks keep running
@@ -61,6 +66,19 @@ type Config struct {
 	// ExtraDrivers are drivers that are not built in, by name (tests: the
 	// mock driver); they are enabled when EnabledDrivers names them.
 	ExtraDrivers map[string]drivers.Driver
+	// DockerHost is the Docker Engine's address for the docker driver
+	// (default: DOCKER_HOST or the local socket).
+	DockerHost string
+	// DockerAllowPrivileged lets docker tasks run privileged (Nomad's
+	// docker plugin option allow_privileged; off by default).
+	DockerAllowPrivileged bool
+	// DockerVolumesEnabled lets docker tasks mount host paths outside
+	// their task dir (Nomad's docker volumes.enabled; off by default).
+	DockerVolumesEnabled bool
+	// DriverFingerprintInterval is how often the drivers are
+	// fingerprinted again; a change of health or attributes
+	// re-registers the node (default 30 s, Nomad's docker interval).
+	DriverFingerprintInterval time.Duration
 	// PollInterval is how often the assignment index is polled (default
 	// 1s).
 	PollInterval time.Duration
@@ -104,6 +122,8 @@ type Agent struct {
 	nodeID string
 	nodeMu sync.Mutex
 	node   *structs.Node
+	// advertised is the HTTPAddr set by SetHTTPAddr.
+	advertised string
 
 	// Set by Run.
 	state     *stateDB
@@ -123,6 +143,11 @@ type Agent struct {
 	reported map[string]bool
 	// destroying names the runners being destroyed.
 	destroying map[string]bool
+
+	// cpu and host keep the last CPU samples of tasks and of the host,
+	// for the stats routes.
+	cpu  cpuSamples
+	host hostSampler
 }
 
 // New validates cfg, fills its defaults, loads (or creates) the node ID in
@@ -162,6 +187,9 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 	}
 	if cfg.GCMaxAllocs <= 0 {
 		cfg.GCMaxAllocs = DefaultGCMaxAllocs
+	}
+	if cfg.DriverFingerprintInterval <= 0 {
+		cfg.DriverFingerprintInterval = DefaultDriverFingerprintInterval
 	}
 	if len(cfg.SupervisorCommand) == 0 {
 		exe, err := os.Executable()
@@ -219,6 +247,27 @@ func (a *Agent) Node() *structs.Node {
 	return a.node.Copy()
 }
 
+// SetHTTPAddr sets the address the node advertises for its client routes
+// (once its listener is bound); the next registration carries it. Call it
+// before Run.
+func (a *Agent) SetHTTPAddr(addr string) {
+	a.nodeMu.Lock()
+	defer a.nodeMu.Unlock()
+	a.advertised = addr
+	if a.node != nil {
+		a.node.HTTPAddr = addr
+	}
+}
+
+func (a *Agent) httpAddr() string {
+	a.nodeMu.Lock()
+	defer a.nodeMu.Unlock()
+	if a.advertised != "" {
+		return a.advertised
+	}
+	return a.cfg.HTTPAddr
+}
+
 func (a *Agent) allocsDir() string { return filepath.Join(a.cfg.DataDir, "alloc") }
 
 func (a *Agent) stateDBPath() string { return filepath.Join(a.cfg.DataDir, "client", "state.db") }
@@ -242,7 +291,7 @@ func (a *Agent) refreshNode() error {
 		ID:                    a.nodeID,
 		Datacenter:            a.cfg.Datacenter,
 		Name:                  name,
-		HTTPAddr:              a.cfg.HTTPAddr,
+		HTTPAddr:              a.httpAddr(),
 		Attributes:            attrs,
 		NodeResources:         res,
 		Meta:                  meta,
@@ -305,6 +354,11 @@ func (a *Agent) Run(ctx context.Context) error {
 		go func() {
 			defer wg.Done()
 			a.heartbeatLoop(ctx)
+		}()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			a.driverFingerprintLoop(ctx)
 		}()
 		a.pollLoop(ctx, runCtx)
 	}

@@ -30,9 +30,12 @@
 // drover's own (drivers/shared/supervisor): it starts the task in its own
 // process group, records its pid and how it ended in the task's state dir,
 // and copies its stdout and stderr to alloc/logs/<task>.stdout.N and
-// .stderr.N (rotated by the task's logs block). Tasks therefore outlive
-// an agent restart, and nothing that happens while the agent is down is
-// lost.
+// .stderr.N (rotated by the task's logs block); the docker driver needs no
+// supervisor: its containers run under the Docker Engine, and it copies
+// their logs to the same files. Tasks therefore outlive an agent restart,
+// and nothing that happens while the agent is down is lost. Drivers are
+// fingerprinted again every DriverFingerprintInterval; a change
+// re-registers the node.
 //
 // Local state lives in a bbolt file, <data dir>/client/state.db: per
 // allocation the allocation itself (rewritten only when the control plane

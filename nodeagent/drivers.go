@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"time"
 
@@ -11,6 +12,7 @@ import (
 
 	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/drivers/catalog"
+	dockerdriver "github.com/drover-sched/drover/drivers/docker"
 	execdriver "github.com/drover-sched/drover/drivers/exec"
 	"github.com/drover-sched/drover/structs"
 )
@@ -20,14 +22,14 @@ import (
 const driverFingerprintTimeout = 5 * time.Second
 
 // DefaultDrivers are the drivers a node enables when its config names
-// none: as in Nomad, exec everywhere (its fingerprint says whether it can
-// run here), raw_exec only in dev mode (elsewhere it must be enabled
-// explicitly).
+// none: as in Nomad, docker and exec everywhere (their fingerprints say
+// whether they can run here), raw_exec only in dev mode (elsewhere it must
+// be enabled explicitly).
 func DefaultDrivers(devMode bool) []string {
 	if devMode {
-		return []string{DriverRawExec, execdriver.Name}
+		return []string{DriverRawExec, execdriver.Name, dockerdriver.Name}
 	}
-	return []string{execdriver.Name}
+	return []string{execdriver.Name, dockerdriver.Name}
 }
 
 // newDrivers creates the enabled drivers from the catalog of built-ins,
@@ -56,9 +58,12 @@ func newDrivers(cfg *Config) (map[string]drivers.Driver, error) {
 // driverOptions are the options every driver is created with.
 func driverOptions(cfg *Config) drivers.Options {
 	return drivers.Options{
-		Logger:            cfg.Logger.Named("driver"),
-		SupervisorCommand: cfg.SupervisorCommand,
-		SupervisorEnv:     cfg.SupervisorEnv,
+		Logger:                cfg.Logger.Named("driver"),
+		SupervisorCommand:     cfg.SupervisorCommand,
+		SupervisorEnv:         cfg.SupervisorEnv,
+		DockerHost:            cfg.DockerHost,
+		DockerAllowPrivileged: cfg.DockerAllowPrivileged,
+		DockerVolumesEnabled:  cfg.DockerVolumesEnabled,
 	}
 }
 
@@ -106,4 +111,47 @@ func (a *Agent) closeDrivers() {
 			}
 		}
 	}
+}
+
+// driverFingerprintLoop fingerprints the drivers every
+// DriverFingerprintInterval and re-registers the node when one changed
+// (became healthy or unhealthy, or changed its attributes), so that
+// placement sees, for instance, a Docker Engine that stopped answering.
+func (a *Agent) driverFingerprintLoop(ctx context.Context) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(a.cfg.DriverFingerprintInterval):
+		}
+		now := fingerprintDrivers(a.drivers)
+		if !driversChanged(a.Node().Drivers, now) {
+			continue
+		}
+		a.logger.Info("driver health or attributes changed, registering the node again")
+		if err := a.refreshNode(); err != nil {
+			a.logger.Warn("fingerprint", zap.Error(err))
+			continue
+		}
+		if _, err := a.cp.RegisterNode(ctx, a.Node()); err != nil && ctx.Err() == nil {
+			// The heartbeat loop re-registers after failures too.
+			a.logger.Warn("register the node after a driver change", zap.Error(err))
+		}
+	}
+}
+
+// driversChanged compares two driver fingerprints, ignoring when they were
+// taken.
+func driversChanged(old, now map[string]*structs.DriverInfo) bool {
+	if len(old) != len(now) {
+		return true
+	}
+	for name, n := range now {
+		o := old[name]
+		if o == nil || o.Detected != n.Detected || o.Healthy != n.Healthy || o.HealthDescription != n.HealthDescription ||
+			!maps.Equal(o.Attributes, n.Attributes) {
+			return true
+		}
+	}
+	return false
 }

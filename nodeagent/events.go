@@ -78,6 +78,27 @@ func restartingEvent(reason string, delay time.Duration) *structs.TaskEvent {
 	return ev
 }
 
+// restartSignaledEvent records a restart asked for through the API
+// (Nomad's "Restart Signaled").
+func restartSignaledEvent() *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskRestartSignal)
+	ev.RestartReason = "User requested task to restart"
+	ev.Details["restart_reason"] = ev.RestartReason
+	ev.DisplayMessage = ev.RestartReason
+	return ev
+}
+
+// signalingEvent records a signal sent through the API (Nomad's
+// "Signaling").
+func signalingEvent(sig string) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskSignaling)
+	ev.TaskSignal = sig
+	ev.TaskSignalReason = "User requested signal"
+	ev.Details["signal"] = sig
+	ev.DisplayMessage = "Task being sent signal " + sig + ": User requested signal"
+	return ev
+}
+
 func notRestartingEvent(reason string) *structs.TaskEvent {
 	ev := newTaskEvent(structs.TaskNotRestarting)
 	ev.RestartReason = reason

@@ -14,6 +14,9 @@ const (
 	ReasonNoRestartsAllowed  = "Policy allows no restarts"
 	ReasonUnrecoverableError = "Error was unrecoverable"
 	ReasonDelay              = "Exceeded allowed attempts, applying a delay"
+	// ReasonUserRestart is a restart asked for through the API
+	// (/v1/client/allocation/:id/restart); it uses no attempt.
+	ReasonUserRestart = "User requested restart"
 )
 
 // Default restart policies, as Nomad's: batch jobs try harder and fail;

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"sync"
 	"time"
 
@@ -61,6 +62,10 @@ type taskRunner struct {
 	killCh    chan struct{}
 	killEvent *structs.TaskEvent
 
+	// restartCh carries a user's restart request (its "Restart
+	// Signaled" event) to the running launch's watch.
+	restartCh chan *structs.TaskEvent
+
 	waitCh chan struct{}
 }
 
@@ -92,6 +97,7 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h
 		restoredHandle: h,
 		handle:         h,
 		killCh:         make(chan struct{}),
+		restartCh:      make(chan *structs.TaskEvent, 1),
 		waitCh:         make(chan struct{}),
 	}
 	tr.hooks = []taskHook{&taskDirHook{}, &taskEnvHook{}}
@@ -213,6 +219,7 @@ const (
 	outcomeExited   watchOutcome = iota // the task ended by itself
 	outcomeKilled                       // the task was killed on request
 	outcomeDetached                     // the agent is shutting down; the task runs on
+	outcomeRestart                      // the task was stopped to be restarted on request
 )
 
 // run is the task's lifecycle. It returns when the task is dead, or when
@@ -276,6 +283,17 @@ func (tr *taskRunner) run(ctx context.Context) {
 			return
 		case outcomeKilled:
 			return
+		case outcomeRestart:
+			// A user's restart: counted as a restart (Restarts, the
+			// Restarting event), without using the policy's attempts
+			// or waiting its delay, as Nomad's.
+			tr.releaseLaunch(false)
+			if ex != nil {
+				tr.update("", terminatedEvent(ex))
+			}
+			tr.logger.Info("restarting task on request")
+			tr.update(structs.TaskStatePending, restartingEvent(ReasonUserRestart, 0))
+			continue
 		}
 		tr.releaseLaunch(false)
 		tr.logger.Info("task exited", zap.Int("exit_code", ex.ExitCode), zap.Int("signal", ex.Signal),
@@ -432,6 +450,10 @@ func (tr *taskRunner) taskConfig(id string) *drivers.TaskConfig {
 
 // start launches the task through its driver.
 func (tr *taskRunner) start(ctx context.Context) error {
+	select {
+	case <-tr.restartCh: // a request for the launch that ended is moot
+	default:
+	}
 	cfg := tr.taskConfig(structs.GenerateUUID())
 	// The launch's handle is persisted before the driver starts it, so
 	// that a restarted agent can find what this launch left.
@@ -478,17 +500,64 @@ func (tr *taskRunner) watch(ctx context.Context) (*drivers.ExitResult, watchOutc
 		}
 		return ex, outcomeExited
 	case <-tr.killCh:
-		tr.finishKilled(tr.killTask(exitCh))
+		tr.finishKilled(tr.killTask(exitCh, tr.takeKillEvent()))
 		return nil, outcomeKilled
+	case ev := <-tr.restartCh:
+		return tr.killTask(exitCh, ev), outcomeRestart
 	case <-ctx.Done():
 		return nil, outcomeDetached
 	}
 }
 
-// killTask stops a running task: after the shutdown delay, the driver
-// sends the kill signal and kills the task after the kill timeout. It
-// returns how the task ended (nil if that could not be learned).
-func (tr *taskRunner) killTask(exitCh <-chan *drivers.ExitResult) *drivers.ExitResult {
+// Restart asks the running task to restart: it is stopped as for a kill
+// (kill signal, kill timeout), recorded with ev first, and started again
+// at once. It does not wait. A task that is not running is an error
+// wrapping fs.ErrInvalid.
+func (tr *taskRunner) Restart(ev *structs.TaskEvent) error {
+	if tr.State().State != structs.TaskStateRunning || tr.killRequested() || tr.handleID() == "" {
+		return fmt.Errorf("task %q is not running: %w", tr.task.Name, fs.ErrInvalid)
+	}
+	select {
+	case tr.restartCh <- ev:
+	default: // one pending request is enough
+	}
+	return nil
+}
+
+// Signal sends sig to the running task through its driver and records a
+// Signaling event. A task that is not running is an error wrapping
+// fs.ErrInvalid.
+func (tr *taskRunner) Signal(sig string) error {
+	id := tr.handleID()
+	if tr.State().State != structs.TaskStateRunning || id == "" || tr.drv == nil {
+		return fmt.Errorf("task %q is not running: %w", tr.task.Name, fs.ErrInvalid)
+	}
+	if !tr.drv.Capabilities().SendSignals {
+		return fmt.Errorf("task %q: driver %s cannot send signals: %w", tr.task.Name, tr.drv.Name(), fs.ErrInvalid)
+	}
+	tr.update("", signalingEvent(sig))
+	if err := tr.drv.Signal(id, sig); err != nil {
+		return fmt.Errorf("signal task %q: %w", tr.task.Name, err)
+	}
+	return nil
+}
+
+// runningLaunch returns the driver and task ID of the running launch, or
+// an error wrapping fs.ErrInvalid when the task is not running.
+func (tr *taskRunner) runningLaunch() (drivers.Driver, string, error) {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	if tr.state.State != structs.TaskStateRunning || tr.handle.ID() == "" || tr.drv == nil {
+		return nil, "", fmt.Errorf("task %q is not running: %w", tr.task.Name, fs.ErrInvalid)
+	}
+	return tr.drv, tr.handle.ID(), nil
+}
+
+// killTask stops a running task: after the shutdown delay, pre (the
+// reason, may be nil) is recorded, the driver sends the kill signal and
+// kills the task after the kill timeout. It returns how the task ended
+// (nil if that could not be learned).
+func (tr *taskRunner) killTask(exitCh <-chan *drivers.ExitResult, pre *structs.TaskEvent) *drivers.ExitResult {
 	signal := tr.task.KillSignal
 	sig, err := drivers.ParseSignal(signal)
 	if err != nil {
@@ -510,7 +579,7 @@ func (tr *taskRunner) killTask(exitCh <-chan *drivers.ExitResult) *drivers.ExitR
 		case <-time.After(delay):
 		}
 	}
-	tr.update("", tr.takeKillEvent(), killingEvent(drivers.SignalName(sig), timeout))
+	tr.update("", pre, killingEvent(drivers.SignalName(sig), timeout))
 	tr.logger.Info("killing task", zap.String("signal", drivers.SignalName(sig)), zap.Duration("kill_timeout", timeout))
 	if err := tr.drv.Stop(context.Background(), tr.handleID(), timeout, signal); err != nil {
 		tr.logger.Error("stop task", zap.Error(err))

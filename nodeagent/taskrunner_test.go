@@ -202,3 +202,33 @@ func TestMockDriverMessagesOOMAndLogs(t *testing.T) {
 		t.Errorf("stdout %q", b)
 	}
 }
+
+// TestDriverHealthChangeReregistersNode: a driver that turns unhealthy
+// (a Docker Engine that stopped answering) is seen by the control plane
+// at the next driver fingerprint, and again when it recovers.
+func TestDriverHealthChangeReregistersNode(t *testing.T) {
+	t.Parallel()
+	cp := newFakeCP()
+	m := mock.New()
+	cfg := mockAgentConfig(t, t.TempDir(), m)
+	cfg.DriverFingerprintInterval = 20 * time.Millisecond
+	ta := startAgent(t, cp, cfg)
+	driver := func() *structs.DriverInfo {
+		cp.mu.Lock()
+		defer cp.mu.Unlock()
+		if n := cp.nodes[ta.NodeID()]; n != nil {
+			return n.Drivers[mock.Name]
+		}
+		return nil
+	}
+	waitFor(t, 5*time.Second, "registered healthy", func() bool { d := driver(); return d != nil && d.Healthy })
+	m.SetUnhealthy("engine gone")
+	waitFor(t, 5*time.Second, "unhealthy seen", func() bool { d := driver(); return d != nil && !d.Healthy && d.HealthDescription == "engine gone" })
+	regs, _, _, _ := cp.counts()
+	time.Sleep(100 * time.Millisecond)
+	if r, _, _, _ := cp.counts(); r != regs {
+		t.Errorf("registered %d more times with nothing changed", r-regs)
+	}
+	m.SetUnhealthy("")
+	waitFor(t, 5*time.Second, "healthy again", func() bool { d := driver(); return d != nil && d.Healthy })
+}

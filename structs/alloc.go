@@ -53,7 +53,13 @@ type Allocation struct {
 
 	// AllocatedResources is what the alloc holds on its node.
 	AllocatedResources *AllocatedResources `json:",omitempty" cbor:"11,keyasint,omitempty"`
-	Metrics            *AllocMetric        `json:",omitempty" cbor:"12,keyasint,omitempty"`
+	// Resources and TaskResources are Nomad's older per-alloc and
+	// per-task resource fields, which its CLI still reads (`node status`,
+	// `alloc status`). The API fills them from AllocatedResources
+	// (LegacyResources); they are never stored.
+	Resources     *Resources            `json:",omitempty" cbor:"-"`
+	TaskResources map[string]*Resources `json:",omitempty" cbor:"-"`
+	Metrics       *AllocMetric          `json:",omitempty" cbor:"12,keyasint,omitempty"`
 
 	DesiredStatus      string            `cbor:"13,keyasint,omitempty"`
 	DesiredDescription string            `cbor:"14,keyasint,omitempty"`
@@ -252,6 +258,7 @@ const (
 	TaskMainDead           = "Main Tasks Dead"
 	TaskRestoreFailed      = "Failed Restoring Task"
 	TaskRestartSignal      = "Restart Signaled"
+	TaskSignaling          = "Signaling"
 	TaskClientReconnected  = "Reconnected"
 	TaskPluginUnhealthy    = "Plugin became unhealthy"
 	TaskWaitingPrevAlloc   = "Waiting for previous alloc"
@@ -284,6 +291,10 @@ type TaskEvent struct {
 	KillError      string            `json:",omitempty" cbor:"14,keyasint,omitempty"`
 	StartDelay     int64             `json:",omitempty" cbor:"15,keyasint,omitempty"` // nanoseconds
 	FailedSibling  string            `json:",omitempty" cbor:"16,keyasint,omitempty"`
+	// TaskSignal and TaskSignalReason name a signal sent through the API
+	// and why (Nomad's "Signaling" event).
+	TaskSignal       string `json:",omitempty" cbor:"17,keyasint,omitempty"`
+	TaskSignalReason string `json:",omitempty" cbor:"18,keyasint,omitempty"`
 }
 
 // AllocState is one recorded transition of an alloc's client status.
@@ -539,4 +550,23 @@ func (a *Allocation) Stub() *AllocListStub {
 // String names the alloc for logs and errors.
 func (a *Allocation) String() string {
 	return fmt.Sprintf("alloc %s (%s)", a.ID, a.Name)
+}
+
+// LegacyResources fills Resources and TaskResources from
+// AllocatedResources: CPU MHz, memory MiB per task, the group's disk MiB.
+func (a *Allocation) LegacyResources() {
+	ar := a.AllocatedResources
+	if ar == nil {
+		return
+	}
+	total := &Resources{DiskMB: int(ar.Shared.DiskMB)}
+	a.TaskResources = make(map[string]*Resources, len(ar.Tasks))
+	for name, t := range ar.Tasks {
+		r := &Resources{CPU: int(t.Cpu.CpuShares), MemoryMB: int(t.Memory.MemoryMB), MemoryMaxMB: int(t.Memory.MemoryMaxMB)}
+		a.TaskResources[name] = r
+		total.CPU += r.CPU
+		total.MemoryMB += r.MemoryMB
+		total.MemoryMaxMB += r.MemoryMaxMB
+	}
+	a.Resources = total
 }

@@ -12,7 +12,9 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 	"runtime/pprof"
+	"syscall"
 
 	"github.com/drover-sched/drover/internal/scalebench"
 )
@@ -59,7 +61,9 @@ func run(shape string, nodes, jobs, count, every, workers int, dir string) error
 		defer os.RemoveAll(tmp)
 		dir = tmp
 	}
-	ctx := context.Background()
+	// An interrupt ends the run cleanly (the temporary state is removed).
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
 	if shape == "burst" {
 		_, err := scalebench.RunBurst(ctx, scalebench.BurstConfig{Jobs: or(jobs, 4000), Nodes: or(nodes, 3),
 			Workers: workers, Dir: dir, Out: os.Stdout})

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -52,13 +53,30 @@ Agent Options:
     Directory for state. Required outside -dev.
 
   -http-addr=<host:port>
-    Where the HTTP API listens (servers). Default = ` + agent.DefaultHTTPAddr + `
+    Where the HTTP API listens. Default = ` + agent.DefaultHTTPAddr + ` for servers;
+    for a client-only agent 127.0.0.1 on a free port: there it serves the
+    node's client routes (/v1/client/...: alloc exec, logs, files, stats,
+    restart, signal), which servers forward to.
+
+  -advertise-http=<host:port>
+    The address the node advertises for its client routes (its HTTPAddr),
+    where servers and users reach them. Default: the bound -http-addr.
 
   -node-name, -node-pool, -node-class, -dc
     The node's name (default: the hostname), pool, class and datacenter.
 
   -enable-raw-exec
-    Enable the raw_exec driver on a client (always on in -dev).
+    Enable the raw_exec driver on a client (always on in -dev). The exec
+    and docker drivers are always enabled; their fingerprints say whether
+    they can run on the node (exec: root and cgroups; docker: an engine
+    that answers).
+
+  -docker-allow-privileged
+    Let docker tasks run privileged (Nomad's allow_privileged). Default off.
+
+  -docker-volumes-enabled
+    Let docker tasks mount host paths outside their task dir (Nomad's
+    volumes.enabled). Default off.
 
   -gc-max-allocs=<n>
     Allocations a client keeps before destroying terminal ones. Default = 50
@@ -83,12 +101,15 @@ func (c *AgentCommand) Run(args []string) int {
 	awsAPI := fs.String("aws-api", "", "URL of drover's API on AWS (API Gateway): a client registers and reports there (SigV4) and polls its own DynamoDB items")
 	awsTable := fs.String("aws-table", "drover", "DynamoDB table of drover's AWS home (with -aws-api)")
 	dataDir := fs.String("data-dir", "", "directory for state (required for -server and -client; default in -dev: a new temporary directory, removed at exit)")
-	httpAddr := fs.String("http-addr", agent.DefaultHTTPAddr, "HOST:PORT the HTTP API listens on (servers)")
+	httpAddr := fs.String("http-addr", agent.DefaultHTTPAddr, "HOST:PORT the HTTP API listens on (client-only agents: default 127.0.0.1:0, a free port)")
+	advertiseHTTP := fs.String("advertise-http", "", "HOST:PORT the node advertises for its client routes (default: the bound -http-addr)")
 	nodeName := fs.String("node-name", "", "name of this agent's node (default: the hostname)")
 	nodePool := fs.String("node-pool", "", "node pool of this agent's node (default \"default\")")
 	nodeClass := fs.String("node-class", "", "class of this agent's node")
 	datacenter := fs.String("dc", "", "datacenter of this agent's node (default \"dc1\")")
 	rawExec := fs.Bool("enable-raw-exec", false, "enable the raw_exec driver on a client (always on in -dev)")
+	dockerPrivileged := fs.Bool("docker-allow-privileged", false, "let docker tasks run privileged (Nomad's allow_privileged)")
+	dockerVolumes := fs.Bool("docker-volumes-enabled", false, "let docker tasks mount host paths outside their task dir (Nomad's volumes.enabled)")
 	gcMaxAllocs := fs.Int("gc-max-allocs", 50, "allocs a client keeps before destroying terminal ones (Nomad's gc_max_allocs)")
 	heartbeatTTL := fs.Duration("heartbeat-ttl", 0, "heartbeat TTL servers hand to nodes (default 10s); a node silent for TTL+grace is down")
 	workers := fs.Int("workers", 0, "number of evaluation workers (servers; default four per CPU core)")
@@ -100,6 +121,13 @@ func (c *AgentCommand) Run(args []string) int {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "drover agent: unexpected arguments %q\n", fs.Args())
 		return 1
+	}
+	httpAddrSet := false
+	fs.Visit(func(f *flag.Flag) { httpAddrSet = httpAddrSet || f.Name == "http-addr" })
+	if *client && !*server && !httpAddrSet {
+		// Several clients share a machine with a server in tests and in
+		// the README's cluster: each takes a free port and advertises it.
+		*httpAddr = "127.0.0.1:0"
 	}
 	switch {
 	case !*dev && !*server && !*client:
@@ -159,9 +187,10 @@ func (c *AgentCommand) Run(args []string) int {
 		}
 		serverList = []string{*awsAPI}
 	}
-	a, err := agent.New(agent.Config{DataDir: dir, HTTPAddr: *httpAddr, Dev: *dev, Server: *server, Client: *client,
+	a, err := agent.New(agent.Config{DataDir: dir, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertiseHTTP, Dev: *dev, Server: *server, Client: *client,
 		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
-		Datacenter: *datacenter, EnableRawExec: *rawExec, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log})
+		Datacenter: *datacenter, EnableRawExec: *rawExec,
+		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover agent: %v\n", err)
 		return 1
@@ -185,6 +214,8 @@ func (c *AgentCommand) Run(args []string) int {
 	fmt.Fprintf(stdout, "       Mode: %s\n", mode)
 	if *dev || *server {
 		fmt.Fprintf(stdout, "   HTTP API: http://%s\n", a.ListenAddr())
+	} else {
+		fmt.Fprintf(stdout, " Client API: http://%s\n", a.ListenAddr())
 	}
 	fmt.Fprintf(stdout, "   Data dir: %s\n", dir)
 	if id := a.NodeID(); id != "" {

@@ -25,6 +25,9 @@ Usage: drover alloc status [options] <allocation>
 
 Alloc Status Options:
 
+  -stats
+    Show each task's detailed memory and CPU use.
+
   -verbose
     Show full IDs.
 ` + outputOptionsUsage)
@@ -33,6 +36,7 @@ Alloc Status Options:
 func (c *AllocStatusCommand) Run(args []string) int {
 	fs := c.FlagSet("alloc status", c.Help, flagSetClient)
 	verbose := fs.Bool("verbose", false, "")
+	stats := fs.Bool("stats", false, "")
 	out := addOutputFlags(fs)
 	cl, rest, ok := c.setup(fs, args, 1, 1, "<allocation>")
 	if !ok {
@@ -68,21 +72,60 @@ func (c *AllocStatusCommand) Run(args []string) int {
 		}
 	}
 	k.write(c.Stdout)
+	var usage *api.AllocResourceUsage
+	statsErr := ""
+	if a.ClientStatus == api.AllocClientStatusRunning {
+		err = onAllocNode(cl, a.NodeID, func(c *api.Client) (err error) {
+			usage, err = c.Allocations().Stats(a, &api.QueryOptions{Namespace: a.Namespace})
+			return err
+		})
+		if err != nil {
+			usage, statsErr = nil, err.Error()
+		}
+	}
 	for _, task := range sortedKeys(a.TaskStates) {
-		printTaskState(c.Stdout, a, task)
+		var tu *api.TaskResourceUsage
+		if usage != nil {
+			tu = usage.Tasks[task]
+		}
+		printTaskState(c.Stdout, a, task, tu, statsErr, *stats)
 	}
 	return 0
 }
 
-// printTaskState prints one task's state, resources and events.
-func printTaskState(w io.Writer, a *api.Allocation, task string) {
+// printTaskState prints one task's state, resources (with its use when
+// usage is known; detailed adds the memory and CPU blocks of -stats) and
+// events.
+func printTaskState(w io.Writer, a *api.Allocation, task string, usage *api.TaskResourceUsage, statsErr string, detailed bool) {
 	ts := a.TaskStates[task]
 	fmt.Fprintf(w, "\nTask %q is %q\n", task, ts.State)
 	if a.AllocatedResources != nil {
 		if tr, ok := a.AllocatedResources.Tasks[task]; ok {
 			fmt.Fprintln(w, "Task Resources:")
 			printList(w, "", "CPU\tMemory", 1, func(int) string {
-				return fmt.Sprintf("%d MHz\t%d MiB", tr.Cpu.CpuShares, tr.Memory.MemoryMB)
+				if usage == nil || usage.ResourceUsage == nil || usage.ResourceUsage.CpuStats == nil || usage.ResourceUsage.MemoryStats == nil {
+					return fmt.Sprintf("%d MHz\t%d MiB", tr.Cpu.CpuShares, tr.Memory.MemoryMB)
+				}
+				ru := usage.ResourceUsage
+				return fmt.Sprintf("%.0f/%d MHz\t%s/%d MiB", ru.CpuStats.TotalTicks, tr.Cpu.CpuShares,
+					humanSize(int64(ru.MemoryStats.RSS)), tr.Memory.MemoryMB)
+			})
+			if statsErr != "" && ts.State == "running" {
+				fmt.Fprintf(w, "Couldn't retrieve stats: %s\n", statsErr)
+			}
+		}
+	}
+	if detailed && usage != nil && usage.ResourceUsage != nil {
+		if m := usage.ResourceUsage.MemoryStats; m != nil {
+			fmt.Fprintln(w, "\nMemory Stats")
+			printList(w, "", "RSS\tMax Usage\tMeasured", 1, func(int) string {
+				return fmt.Sprintf("%s\t%s\t%s", humanSize(int64(m.RSS)), humanSize(int64(m.MaxUsage)), strings.Join(m.Measured, ","))
+			})
+		}
+		if cpu := usage.ResourceUsage.CpuStats; cpu != nil {
+			fmt.Fprintln(w, "\nCPU Stats")
+			printList(w, "", "Percent\tTotal Ticks\tMeasured", 1, func(int) string {
+				return fmt.Sprintf("%.2f%%\t%.0f\t%s", cpu.Percent, cpu.TotalTicks, strings.Join(cpu.Measured, ","))
 			})
 		}
 	}

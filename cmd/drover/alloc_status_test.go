@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -15,7 +16,13 @@ func TestAllocStatus(t *testing.T) {
 	r := ta.run(t, "alloc", "status", a.ID[:6])
 	mustCode(t, r, 0)
 	mustContain(t, r.stdout, "ID                   = "+a.ID, "Client Status        = running", `Task "server" is "running"`,
-		"Task Resources:", "100 MHz", "Recent Events:", "Started", "Node Name            = test-node")
+		"Task Resources:", "/100 MHz", "/32 MiB", "Recent Events:", "Started", "Node Name            = test-node")
+	if strings.Contains(r.stdout, "Couldn't retrieve stats") || strings.Contains(r.stdout, "Memory Stats") {
+		t.Fatalf("stats:\n%s", r.stdout)
+	}
+	r = ta.run(t, "alloc", "status", "-stats", a.ID[:6])
+	mustCode(t, r, 0)
+	mustContain(t, r.stdout, "Memory Stats", "RSS", "CPU Stats", "Percent", "Total Ticks")
 
 	r = ta.run(t, "alloc", "status", "-json", a.ID)
 	mustCode(t, r, 0)

@@ -31,10 +31,14 @@ func commands(meta Meta) map[string]cli.CommandFactory {
 		"job scale":       &JobScaleCommand{Meta: meta},
 		"job stop":        &JobStopCommand{Meta: meta},
 
-		"alloc":        &AllocCommand{},
-		"alloc status": &AllocStatusCommand{Meta: meta},
-		"alloc logs":   &AllocLogsCommand{Meta: meta},
-		"alloc stop":   &AllocStopCommand{Meta: meta},
+		"alloc":         &AllocCommand{},
+		"alloc status":  &AllocStatusCommand{Meta: meta},
+		"alloc logs":    &AllocLogsCommand{Meta: meta},
+		"alloc stop":    &AllocStopCommand{Meta: meta},
+		"alloc restart": &AllocRestartCommand{Meta: meta},
+		"alloc signal":  &AllocSignalCommand{Meta: meta},
+		"alloc exec":    &AllocExecCommand{Meta: meta},
+		"alloc fs":      &AllocFSCommand{Meta: meta},
 
 		"eval":        &EvalCommand{},
 		"eval list":   &EvalListCommand{Meta: meta},

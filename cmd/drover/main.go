@@ -31,7 +31,12 @@ func main() {
 // and returns its exit code. An unknown command prints the usage and
 // returns 1.
 func run(args []string, stdout, stderr io.Writer) int {
-	meta := Meta{Stdout: stdout, Stderr: stderr}
+	return runIO(args, os.Stdin, stdout, stderr)
+}
+
+// runIO is run with stdin as the commands' input (alloc exec reads it).
+func runIO(args []string, stdin io.Reader, stdout, stderr io.Writer) int {
+	meta := Meta{Stdin: stdin, Stdout: stdout, Stderr: stderr}
 	cmds := commands(meta)
 	c := &cli.CLI{
 		Name:           "drover",

@@ -18,7 +18,9 @@ const defaultAddr = "http://127.0.0.1:4646"
 // writes, and the client flags (-address, -namespace, -region, -token) that
 // FlagSet adds. One Meta value is copied into each command.
 type Meta struct {
-	// Stdout and Stderr are the command's output and error streams.
+	// Stdin is the command's input (alloc exec); Stdout and Stderr are
+	// its output and error streams.
+	Stdin          io.Reader
 	Stdout, Stderr io.Writer
 
 	address   string

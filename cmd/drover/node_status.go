@@ -2,7 +2,9 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -24,6 +26,10 @@ Usage: drover node status [options] [node]
 
 Node Status Options:
 
+  -stats
+    Show the host's detailed CPU, memory and disk use (from the node's
+    /v1/client/stats).
+
   -verbose
     Show full IDs.
 ` + outputOptionsUsage)
@@ -32,6 +38,7 @@ Node Status Options:
 func (c *NodeStatusCommand) Run(args []string) int {
 	fs := c.FlagSet("node status", c.Help, flagSetClient)
 	verbose := fs.Bool("verbose", false, "")
+	stats := fs.Bool("stats", false, "")
 	out := addOutputFlags(fs)
 	cl, id, ok := c.listOrShow(fs, args, "[node]")
 	if !ok {
@@ -96,6 +103,18 @@ func (c *NodeStatusCommand) Run(args []string) int {
 			return fmt.Sprintf("%d/%d MHz\t%d MiB/%d MiB\t%d MiB/%d MiB", cpu, r.Cpu.CpuShares, mem, r.Memory.MemoryMB, disk, r.Disk.DiskMB)
 		})
 	}
+	if n.Status == api.NodeStatusReady {
+		var hs *api.HostStats
+		err := onAllocNode(cl, n.ID, func(c *api.Client) (err error) {
+			hs, err = c.Nodes().Stats(n.ID, nil)
+			return err
+		})
+		if err != nil {
+			fmt.Fprintf(c.Stdout, "\nCouldn't retrieve host stats: %v\n", err)
+		} else {
+			printHostStats(c.Stdout, n, hs, *stats)
+		}
+	}
 	fmt.Fprintln(c.Stdout, "\nAllocations")
 	printNamespacedList(c.Stdout, "No allocations placed", "ID\tJob ID\tTask Group\tDesired\tStatus\tCreated", len(allocs),
 		func(i int) string { return allocs[i].Namespace },
@@ -104,4 +123,47 @@ func (c *NodeStatusCommand) Run(args []string) int {
 			return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%s", limit(a.ID, v), a.JobID, a.TaskGroup, a.DesiredStatus, a.ClientStatus, agoUnixNano(a.CreateTime))
 		})
 	return 0
+}
+
+// printHostStats prints the node's resource use, as Nomad's node status
+// does ("Host Resource Utilization"), and with detailed the per-core CPU,
+// memory and disk blocks of -stats.
+func printHostStats(w io.Writer, n *api.Node, hs *api.HostStats, detailed bool) {
+	var cpuTotal int64
+	if n.NodeResources != nil {
+		cpuTotal = n.NodeResources.Cpu.CpuShares
+	}
+	fmt.Fprintln(w, "\nHost Resource Utilization")
+	printList(w, "", "CPU\tMemory\tDisk", 1, func(int) string {
+		mem, disk := "-", "-"
+		if m := hs.Memory; m != nil {
+			mem = humanSize(int64(m.Used)) + "/" + humanSize(int64(m.Total))
+		}
+		if d := hs.AllocDirStats; d != nil {
+			disk = humanSize(int64(d.Used)) + "/" + humanSize(int64(d.Size))
+		}
+		return fmt.Sprintf("%.0f/%d MHz\t%s\t%s", hs.CPUTicksConsumed, cpuTotal, mem, disk)
+	})
+	if !detailed {
+		return
+	}
+	fmt.Fprintln(w, "\nCPU Stats")
+	printList(w, "", "CPU\tUser\tSystem\tIdle", len(hs.CPU), func(i int) string {
+		c := hs.CPU[i]
+		return fmt.Sprintf("%s\t%.2f%%\t%.2f%%\t%.2f%%", c.CPU, c.User, c.System, c.Idle)
+	})
+	if m := hs.Memory; m != nil {
+		fmt.Fprintln(w, "\nMemory Stats")
+		var k kv
+		k.add("Total", humanSize(int64(m.Total))).add("Available", humanSize(int64(m.Available))).
+			add("Used", humanSize(int64(m.Used))).add("Free", humanSize(int64(m.Free)))
+		k.write(w)
+	}
+	fmt.Fprintln(w, "\nDisk Stats")
+	printList(w, "", "Device\tMountpoint\tSize\tUsed\tAvailable\tUsed %\tInodes Used %", len(hs.DiskStats), func(i int) string {
+		d := hs.DiskStats[i]
+		return fmt.Sprintf("%s\t%s\t%s\t%s\t%s\t%.2f%%\t%.2f%%", d.Device, d.Mountpoint, humanSize(int64(d.Size)),
+			humanSize(int64(d.Used)), humanSize(int64(d.Available)), d.UsedPercent, d.InodesUsedPercent)
+	})
+	fmt.Fprintf(w, "\nUptime = %s\n", time.Duration(hs.Uptime)*time.Second)
 }

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 )
 
@@ -22,7 +23,14 @@ func TestNodeStatus(t *testing.T) {
 	r = ta.run(t, "node", "status", id[:4])
 	mustCode(t, r, 0)
 	// The dev agent enables raw_exec, and exec where it is healthy (root).
-	mustContain(t, r.stdout, "ID           = "+id, "Drivers      = ", "raw_exec", "Allocated Resources", "100/", "nodes")
+	mustContain(t, r.stdout, "ID           = "+id, "Drivers      = ", "raw_exec", "Allocated Resources", "100/", "nodes",
+		"Host Resource Utilization")
+	if strings.Contains(r.stdout, "Couldn't retrieve") || strings.Contains(r.stdout, "CPU Stats") {
+		t.Fatalf("host stats without -stats:\n%s", r.stdout)
+	}
+	r = ta.run(t, "node", "status", "-stats", id[:4])
+	mustCode(t, r, 0)
+	mustContain(t, r.stdout, "Host Resource Utilization", "CPU Stats", "cpu0", "Memory Stats", "Total", "Disk Stats", "Mountpoint", "Uptime = ")
 
 	r = ta.run(t, "node", "status", "-json")
 	mustCode(t, r, 0)

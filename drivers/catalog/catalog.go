@@ -9,6 +9,7 @@ import (
 	"sort"
 
 	"github.com/drover-sched/drover/drivers"
+	"github.com/drover-sched/drover/drivers/docker"
 	"github.com/drover-sched/drover/drivers/exec"
 	"github.com/drover-sched/drover/drivers/rawexec"
 )
@@ -27,6 +28,7 @@ type Builtin struct {
 }
 
 var builtins = []Builtin{
+	{Name: docker.Name, Config: docker.Spec, New: func(o drivers.Options) (drivers.Driver, error) { return docker.New(o) }, TaskUser: true},
 	{Name: exec.Name, Config: exec.Spec, New: func(o drivers.Options) (drivers.Driver, error) { return exec.New(o) }, TaskUser: true},
 	{Name: rawexec.Name, Config: rawexec.Spec, New: func(o drivers.Options) (drivers.Driver, error) { return rawexec.New(o) }},
 }

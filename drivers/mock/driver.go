@@ -27,7 +27,8 @@ type Driver struct {
 	mu    sync.Mutex
 	tasks map[string]*task
 	// Starts counts successful starts, by task name.
-	starts map[string]int
+	starts    map[string]int
+	unhealthy string
 }
 
 var _ drivers.Driver = (*Driver)(nil)
@@ -82,10 +83,23 @@ func (d *Driver) Capabilities() drivers.Capabilities {
 	return drivers.Capabilities{SendSignals: true, Exec: true, FSIsolation: drivers.FSIsolationNone}
 }
 
-// Fingerprint implements drivers.Driver.
+// Fingerprint implements drivers.Driver: healthy unless SetUnhealthy.
 func (d *Driver) Fingerprint(context.Context) *structs.DriverInfo {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	if d.unhealthy != "" {
+		return &structs.DriverInfo{Detected: true, Healthy: false, HealthDescription: d.unhealthy, UpdateTime: time.Now()}
+	}
 	return &structs.DriverInfo{Attributes: map[string]string{"driver.mock_driver": "1"}, Detected: true, Healthy: true,
 		HealthDescription: "Healthy", UpdateTime: time.Now()}
+}
+
+// SetUnhealthy makes the fingerprint unhealthy with reason ("" makes it
+// healthy again).
+func (d *Driver) SetUnhealthy(reason string) {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	d.unhealthy = reason
 }
 
 // Starts returns how many times a task called name has started.

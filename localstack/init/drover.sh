@@ -12,6 +12,6 @@ dlq_arn=$(awslocal sqs get-queue-attributes --queue-url "$dlq_url" --attribute-n
 awslocal sqs create-queue --queue-name drover-evals.fifo --attributes "{
   \"FifoQueue\": \"true\", \"ContentBasedDeduplication\": \"true\", \"VisibilityTimeout\": \"360\",
   \"MessageRetentionPeriod\": \"1209600\",
-  \"RedrivePolicy\": \"{\\\"deadLetterTargetArn\\\":\\\"$dlq_arn\\\",\\\"maxReceiveCount\\\":6}\"}"
+  \"RedrivePolicy\": \"{\\\"deadLetterTargetArn\\\":\\\"$dlq_arn\\\",\\\"maxReceiveCount\\\":50}\"}"
 awslocal scheduler create-schedule-group --name drover
 echo "drover resources created"

@@ -389,7 +389,7 @@ func (s *Store) countHealth(ctx context.Context, un *unit, a *structs.Allocation
 	dd.unhealthy[a.TaskGroup] += int64(unhealthy)
 	if healthy > 0 && g.ProgressDeadline > 0 {
 		g.RequireProgressBy = a.DeploymentStatus.Timestamp.Add(g.ProgressDeadline)
-		dd.blob, dd.mi, dd.ci, dd.prevMI = encode(stripCounters(rd.d)), idx, rd.d.CreateIndex, rd.prevMI
+		dd.blob, dd.active, dd.mi, dd.ci, dd.prevMI = encode(stripCounters(rd.d)), rd.d.Active(), idx, rd.d.CreateIndex, rd.prevMI
 	}
 	return nil
 }

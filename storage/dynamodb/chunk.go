@@ -43,6 +43,7 @@ type headDelta struct {
 // counters (added), per task group.
 type deployDelta struct {
 	blob      []byte // nil: counters only
+	active    bool   // with blob: the deployment is not terminal (listed in gsi2)
 	mi, ci    uint64
 	prevMI    uint64 // guard when blob is set and the deployment existed
 	isNew     bool
@@ -137,7 +138,7 @@ func (u *unit) merge(o *unit) {
 	for k, d := range o.deploys {
 		m := u.deploy(k[0], k[1], k[2])
 		if d.blob != nil {
-			m.blob, m.mi, m.ci, m.prevMI, m.isNew = d.blob, d.mi, d.ci, d.prevMI, d.isNew
+			m.blob, m.active, m.mi, m.ci, m.prevMI, m.isNew = d.blob, d.active, d.mi, d.ci, d.prevMI, d.isNew
 		}
 		for g, n := range d.placed {
 			m.placed[g] += n
@@ -354,7 +355,7 @@ func (s *Store) renderHead(ns, job string, d *headDelta) (action, bool) {
 }
 
 func (s *Store) renderDeploy(k [3]string, d *deployDelta) (action, bool) {
-	var set, add []string
+	var set, add, remove []string
 	vals := item{}
 	names := map[string]string{}
 	cond := ""
@@ -362,6 +363,13 @@ func (s *Store) renderDeploy(k [3]string, d *deployDelta) (action, bool) {
 		set = append(set, "v = :v", "mi = :mi", "ci = if_not_exists(ci, :ci)", "g1pk = :g1pk", "g1sk = :g1sk")
 		vals[":v"], vals[":mi"], vals[":ci"] = avB(d.blob), avU(d.mi), avU(d.ci)
 		vals[":g1pk"], vals[":g1sk"] = avS("DEPLOY#"+idShard(k[2])), avS(k[2])
+		// gsi2 lists the active ones (sparse), for the watcher.
+		if d.active {
+			set = append(set, "g2pk = :g2pk", "g2sk = :g2sk")
+			vals[":g2pk"], vals[":g2sk"] = avS(activeDeploymentsPK), avS(k[2])
+		} else {
+			remove = append(remove, "g2pk", "g2sk")
+		}
 		if d.isNew {
 			cond = "attribute_not_exists(mi)"
 		} else {
@@ -399,6 +407,9 @@ func (s *Store) renderDeploy(k [3]string, d *deployDelta) (action, bool) {
 	}
 	if len(add) > 0 {
 		expr += " ADD " + strings.Join(add, ", ")
+	}
+	if len(remove) > 0 {
+		expr += " REMOVE " + strings.Join(remove, ", ")
 	}
 	a := s.update(key(jobPK(k[0], k[1]), deploySK(k[2])), strings.TrimSpace(expr), cond, names, vals,
 		fmt.Sprintf("deployment %s changed since it was read", k[2]))

@@ -148,7 +148,7 @@ func (s *Store) writeDeployment(ctx context.Context, rd *readDeployment, extra [
 	d.ModifyIndex, d.ModifyTime = idx, time.Now().UnixNano()
 	u := newUnit()
 	dd := u.deploy(d.Namespace, d.JobID, d.ID)
-	dd.blob, dd.mi, dd.ci, dd.prevMI = encode(stripCounters(d)), idx, d.CreateIndex, rd.prevMI
+	dd.blob, dd.active, dd.mi, dd.ci, dd.prevMI = encode(stripCounters(d)), d.Active(), idx, d.CreateIndex, rd.prevMI
 	u.acts = append(u.acts, extra...)
 	if err := s.addEvals(ctx, u, idx, evals); err != nil {
 		return 0, err
@@ -263,18 +263,42 @@ func stripCounters(d *structs.Deployment) *structs.Deployment {
 	return c
 }
 
-// ActiveDeployments implements storage.Store: the deployments listing,
-// kept to those not yet terminal.
+// activeDeploymentsPK is gsi2's partition of the deployments not yet
+// terminal: every write of a deployment's value sets or removes its entry.
+const activeDeploymentsPK = "DEPLOYS#active"
+
+// ActiveDeployments implements storage.Store: gsi2's sparse listing of the
+// active deployments (membership, eventually consistent), then their items
+// strongly consistent, kept to those still active. Its cost grows with
+// the active deployments only: the deployment watcher runs it every
+// minute on AWS.
 func (s *Store) ActiveDeployments(ctx context.Context) ([]*structs.Deployment, error) {
-	all, err := s.Deployments(ctx, "*", "")
+	keys, err := s.queryIndex(ctx, GSI2, "g2pk", "g2sk", activeDeploymentsPK, "")
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("list active deployments: %w", err)
 	}
-	out := all[:0]
-	for _, d := range all {
+	items, err := s.batchGet(ctx, keys)
+	if err != nil {
+		return nil, fmt.Errorf("read active deployments: %w", err)
+	}
+	var out []*structs.Deployment
+	for _, it := range items {
+		if !has(it, "v") {
+			continue
+		}
+		d, err := decodeDeployment(it)
+		if err != nil {
+			return nil, err
+		}
 		if d.Active() {
 			out = append(out, d)
 		}
 	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].CreateIndex != out[j].CreateIndex {
+			return out[i].CreateIndex > out[j].CreateIndex
+		}
+		return out[i].ID > out[j].ID
+	})
 	return out, nil
 }

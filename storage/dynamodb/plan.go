@@ -306,7 +306,7 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 		}
 		firstUnit = newUnit()
 		dd := firstUnit.deploy(plan.Namespace, plan.JobID, dep.ID)
-		dd.blob, dd.mi, dd.ci, dd.isNew = encode(stripCounters(dep)), idx, dep.CreateIndex, prev == nil
+		dd.blob, dd.active, dd.mi, dd.ci, dd.isNew = encode(stripCounters(dep)), dep.Active(), idx, dep.CreateIndex, prev == nil
 		if prev != nil {
 			dd.prevMI = prev.prevMI
 		} else {
@@ -375,7 +375,7 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 		dep.Status, dep.StatusDescription = up.Status, up.StatusDescription
 		dep.ModifyIndex, dep.ModifyTime = idx, now
 		dd := last.deploy(plan.Namespace, plan.JobID, dep.ID)
-		dd.blob, dd.mi, dd.ci, dd.prevMI = encode(stripCounters(dep)), idx, dep.CreateIndex, prev.prevMI
+		dd.blob, dd.active, dd.mi, dd.ci, dd.prevMI = encode(stripCounters(dep)), dep.Active(), idx, dep.CreateIndex, prev.prevMI
 	}
 	for _, in := range plan.Evals {
 		prev := st.evals[in.ID]

@@ -448,21 +448,21 @@ func TestLargeJobPlanChunksByBytes(t *testing.T) {
 		eval: &scheduler.Evaluator{State: s, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
 			RescheduleTracker: reconcile.NextRescheduleTracker, Logger: log}}
 	h.node("n1", 100*100, 1<<20)
-	job := testJob("large", 30, 100)
+	job := testJob("large", 20, 100) // 20 × ~225 KB: 4.5 MB on one node
 	noise := make([]byte, 220<<10)
 	if _, err := crand.Read(noise); err != nil {
 		t.Fatal(err)
 	}
 	job.TaskGroups[0].Tasks[0].Env = map[string]string{"BLOB": base64.StdEncoding.EncodeToString(noise)} // ~290 KB, ~220 KB gzipped
 	if err := h.eval.Process(ctx, h.register(job)); err != nil {
-		t.Fatalf("evaluate a job of 30 allocs with ~220 KB assignments each: %v", err)
+		t.Fatalf("evaluate a job of 20 allocs with ~225 KB assignments each: %v", err)
 	}
-	if n := len(h.live("large")); n != 30 {
-		t.Fatalf("%d live allocs, want 30", n)
+	if n := len(h.live("large")); n != 20 {
+		t.Fatalf("%d live allocs, want 20", n)
 	}
 	h.checkInvariants()
 	assigned, err := s.AllocsByNode(ctx, "n1")
-	if err != nil || len(assigned) != 30 {
+	if err != nil || len(assigned) != 20 {
 		t.Fatalf("node's allocs: %d %v", len(assigned), err)
 	}
 	t.Logf("largest transaction: %d bytes of items (limit %d)", limit.largest, ddb.MaxTransactBytes)

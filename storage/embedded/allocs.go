@@ -60,16 +60,6 @@ func getAlloc(tx *bolt.Tx, id string) (*structs.Allocation, error) {
 	return a, nil
 }
 
-// putAlloc writes an alloc without its Job. Writers go through
-// wtx.saveAlloc, which keeps the node's usage record in step.
-func putAlloc(tx *bolt.Tx, a *structs.Allocation) error {
-	data, err := encodeAlloc(a)
-	if err != nil {
-		return fmt.Errorf("encode alloc %s: %w", a.ID, err)
-	}
-	return tx.Bucket(bAllocs).Put([]byte(a.ID), data)
-}
-
 // allocsByIndex reads the allocs listed under prefix in an index bucket,
 // with their Jobs, sorted by ID.
 func allocsByIndex(tx *bolt.Tx, bucket, prefix []byte) ([]*structs.Allocation, error) {

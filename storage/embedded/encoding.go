@@ -1,6 +1,7 @@
 package embedded
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"fmt"
 
@@ -44,6 +45,60 @@ func init() {
 // encodeAlloc returns the stored form of a (without its Job).
 func encodeAlloc(a *structs.Allocation) ([]byte, error) {
 	return allocEnc.Marshal(a)
+}
+
+// Keys of Allocation's index fields in its cbor tags (withIndexes).
+const (
+	keyCreateIndex      = 26
+	keyModifyIndex      = 27
+	keyAllocModifyIndex = 28
+)
+
+// withIndexes returns body, an alloc encoded with zero CreateIndex,
+// ModifyIndex and AllocModifyIndex (so left out), with the three set to
+// idx: the map's entry count grows by three and the entries are appended.
+// Plan commits encode their placements before the write transaction and
+// stamp the index, known only inside it, this way.
+func withIndexes(body []byte, idx uint64) ([]byte, error) {
+	if len(body) == 0 || body[0]>>5 != 5 {
+		return nil, fmt.Errorf("stamp indexes: not a CBOR map")
+	}
+	var n uint64
+	head := 1
+	switch ai := body[0] & 0x1f; {
+	case ai < 24:
+		n = uint64(ai)
+	case ai == 24 && len(body) >= 2:
+		n, head = uint64(body[1]), 2
+	case ai == 25 && len(body) >= 3:
+		n, head = uint64(binary.BigEndian.Uint16(body[1:3])), 3
+	default:
+		return nil, fmt.Errorf("stamp indexes: map header %#x unsupported", body[0])
+	}
+	out := make([]byte, 0, len(body)+3*10)
+	out = appendHead(out, 5, n+3)
+	out = append(out, body[head:]...)
+	for _, k := range []uint64{keyCreateIndex, keyModifyIndex, keyAllocModifyIndex} {
+		out = appendHead(appendHead(out, 0, k), 0, idx)
+	}
+	return out, nil
+}
+
+// appendHead appends a CBOR head: major type and argument, shortest form.
+func appendHead(b []byte, major byte, v uint64) []byte {
+	m := major << 5
+	switch {
+	case v < 24:
+		return append(b, m|byte(v))
+	case v <= 0xff:
+		return append(b, m|24, byte(v))
+	case v <= 0xffff:
+		return binary.BigEndian.AppendUint16(append(b, m|25), uint16(v))
+	case v <= 0xffffffff:
+		return binary.BigEndian.AppendUint32(append(b, m|26), uint32(v))
+	default:
+		return binary.BigEndian.AppendUint64(append(b, m|27), v)
+	}
 }
 
 // decodeAlloc reads a stored alloc, CBOR or (older files) JSON.

@@ -78,6 +78,12 @@ func TestAllocEncodingKeepsEveryField(t *testing.T) {
 		t.Fatal("the job was stored with the alloc")
 	}
 	in.Job = nil
+	// Nomad's legacy resource fields are filled by the API on read and
+	// never stored.
+	if out.Resources != nil || out.TaskResources != nil {
+		t.Fatal("the legacy resources were stored with the alloc")
+	}
+	in.Resources, in.TaskResources = nil, nil
 	if !reflect.DeepEqual(in, out) {
 		t.Fatalf("round trip changed the alloc:\n in  %+v\n out %+v", in, out)
 	}
@@ -201,5 +207,39 @@ func BenchmarkDecodeAlloc(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestWithIndexes: an alloc encoded without its indexes, then stamped,
+// reads as the alloc with them, whatever size the map header or the index
+// takes.
+func TestWithIndexes(t *testing.T) {
+	full := &structs.Allocation{}
+	seed := 0
+	fill(reflect.ValueOf(full).Elem(), &seed)
+	full.Job = nil
+	full.Resources, full.TaskResources = nil, nil // API-only, never stored
+	small := &structs.Allocation{ID: "a1", NodeID: "n1"}
+	for _, in := range []*structs.Allocation{full, small} {
+		for _, idx := range []uint64{2, 23, 24, 255, 256, 70000, 1 << 33} {
+			a := in.Copy()
+			a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = 0, 0, 0
+			body, err := encodeAlloc(a)
+			if err != nil {
+				t.Fatal(err)
+			}
+			data, err := withIndexes(body, idx)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := decodeAlloc(data)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = idx, idx, idx
+			if !reflect.DeepEqual(a, got) {
+				t.Fatalf("index %d: stamped alloc reads as %+v, want %+v", idx, got, a)
+			}
+		}
 	}
 }

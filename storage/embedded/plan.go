@@ -41,8 +41,15 @@ func (s *Store) JobSnapshot(ctx context.Context, ns, jobID string) (*storage.Job
 // CommitPlan implements storage.Store. Everything happens in one bbolt
 // write transaction: either the whole plan lands or nothing does.
 func (s *Store) CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error) {
+	// The placements are copied, sorted and encoded before the write:
+	// evaluations do that in parallel, and only what needs the
+	// transaction happens while other writes wait.
+	placements, err := preparePlacements(plan.Placements, time.Now().UnixNano())
+	if err != nil {
+		return 0, fmt.Errorf("commit plan for eval %s: %w", plan.EvalID, err)
+	}
 	idx, err := s.write(ctx, func(w *wtx) error {
-		return w.commitPlan(plan)
+		return w.commitPlan(plan, placements)
 	})
 	if err != nil {
 		return 0, fmt.Errorf("commit plan for eval %s: %w", plan.EvalID, err)
@@ -50,7 +57,7 @@ func (s *Store) CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	return idx, nil
 }
 
-func (w *wtx) commitPlan(plan *structs.Plan) error {
+func (w *wtx) commitPlan(plan *structs.Plan, placements []*preparedAlloc) error {
 	if err := w.checkJobUnchanged(plan); err != nil {
 		return err
 	}
@@ -74,7 +81,7 @@ func (w *wtx) commitPlan(plan *structs.Plan) error {
 			return err
 		}
 	}
-	if err := w.insertAllocs(plan.Placements, now); err != nil {
+	if err := w.insertAllocs(placements); err != nil {
 		return err
 	}
 	placedOn := map[string][]*structs.Allocation{}
@@ -163,25 +170,53 @@ func (w *wtx) putServerChange(a *structs.Allocation, was holding, now int64) err
 	return w.saveAlloc(was, a)
 }
 
+// preparedAlloc is a placement made ready outside the write transaction:
+// the alloc as it will be stored (indexes not yet known) and its encoding
+// without them.
+type preparedAlloc struct {
+	a    *structs.Allocation
+	body []byte
+}
+
+// preparePlacements copies the placements (Job left out, times set at
+// now), sorts them by ID and encodes them, and lists their node index
+// keys sorted.
+func preparePlacements(placements []*structs.Allocation, now int64) ([]*preparedAlloc, error) {
+	out := make([]*preparedAlloc, len(placements))
+	for i, in := range placements {
+		a := in.Copy()
+		a.Job = nil
+		a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = 0, 0, 0
+		if a.CreateTime == 0 {
+			a.CreateTime = now
+		}
+		a.ModifyTime = now
+		body, err := encodeAlloc(a)
+		if err != nil {
+			return nil, fmt.Errorf("encode alloc %s: %w", a.ID, err)
+		}
+		out[i] = &preparedAlloc{a: a, body: body}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].a.ID < out[j].a.ID })
+	return out, nil
+}
+
 // insertAllocs writes a plan's placements. bbolt keeps a transaction's
 // new keys in memory, one sorted slice per page, until it commits: keys
 // that land on one page (a new job's or eval's index entries) are put in
 // ascending order, so each is an append rather than a move of the whole
 // slice.
-func (w *wtx) insertAllocs(placements []*structs.Allocation, now int64) error {
-	sorted := append([]*structs.Allocation(nil), placements...)
-	sort.Slice(sorted, func(i, j int) bool { return sorted[i].ID < sorted[j].ID })
-	counts := make([]deploymentCount, 0, len(sorted))
-	for _, a := range sorted {
-		stored, err := w.insertAlloc(a, now)
-		if err != nil {
+func (w *wtx) insertAllocs(placements []*preparedAlloc) error {
+	counts := make([]deploymentCount, 0, len(placements))
+	for _, p := range placements {
+		if err := w.insertAlloc(p); err != nil {
 			return err
 		}
-		counts = append(counts, deploymentCount{a: stored, placed: true})
+		counts = append(counts, deploymentCount{a: p.a, placed: true})
 	}
-	byNode := make([][]byte, len(sorted))
-	for i, a := range sorted {
-		byNode[i] = key(a.NodeID, a.ID)
+	byNode := make([][]byte, len(placements))
+	for i, p := range placements {
+		byNode[i] = key(p.a.NodeID, p.a.ID)
 	}
 	sort.Slice(byNode, func(i, j int) bool { return bytes.Compare(byNode[i], byNode[j]) < 0 })
 	nodeIndex := w.tx.Bucket(bAllocsByNode)
@@ -197,55 +232,55 @@ func (w *wtx) insertAllocs(placements []*structs.Allocation, now int64) error {
 // (insertAllocs adds the node index entries and the deployment counts).
 // Its ID is deterministic for the placement, so an existing ID means this
 // placement was already committed: a conflict, never a second alloc.
-func (w *wtx) insertAlloc(in *structs.Allocation, now int64) (*structs.Allocation, error) {
+func (w *wtx) insertAlloc(p *preparedAlloc) error {
+	in := p.a
 	if w.tx.Bucket(bAllocs).Get([]byte(in.ID)) != nil {
-		return nil, storage.Conflictf("alloc %s (%s) already exists", in.ID, in.Name)
+		return storage.Conflictf("alloc %s (%s) already exists", in.ID, in.Name)
 	}
 	node, err := w.node(in.NodeID)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if node == nil {
-		return nil, storage.Conflictf("placement of %s on node %s: node does not exist", in.Name, in.NodeID)
+		return storage.Conflictf("placement of %s on node %s: node does not exist", in.Name, in.NodeID)
 	}
 	if !node.Ready() {
-		return nil, storage.Conflictf("placement of %s on node %s: node is not ready for placements (status %s, eligibility %s, drain %t)",
+		return storage.Conflictf("placement of %s on node %s: node is not ready for placements (status %s, eligibility %s, drain %t)",
 			in.Name, in.NodeID, node.Status, node.SchedulingEligibility, node.Drain)
 	}
-	a := in.Copy()
-	a.Job = nil
+	a := in
 	a.CreateIndex, a.ModifyIndex, a.AllocModifyIndex = w.index, w.index, w.index
-	if a.CreateTime == 0 {
-		a.CreateTime = now
+	data, err := withIndexes(p.body, w.index)
+	if err != nil {
+		return fmt.Errorf("encode alloc %s: %w", a.ID, err)
 	}
-	a.ModifyTime = now
-	if err := w.saveAlloc(holding{}, a); err != nil {
-		return nil, err
+	if err := w.saveAllocData(holding{}, a, data); err != nil {
+		return err
 	}
 	if err := w.tx.Bucket(bAllocsByJob).Put(key(a.Namespace, a.JobID, a.ID), nil); err != nil {
-		return nil, err
+		return err
 	}
 	if err := w.tx.Bucket(bAllocsByEval).Put(key(a.EvalID, a.ID), nil); err != nil {
-		return nil, err
+		return err
 	}
 	if a.PreviousAllocation != "" {
 		prev, err := getAlloc(w.tx, a.PreviousAllocation)
 		if err != nil {
-			return nil, err
+			return err
 		}
 		if prev != nil {
 			was := holdingOf(prev)
 			prev.NextAllocation = a.ID
 			prev.ModifyIndex = w.index
-			prev.ModifyTime = now
+			prev.ModifyTime = a.ModifyTime
 			if err := w.saveAlloc(was, prev); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	w.touch(storage.TableAllocs)
 	w.touchJob(a.Namespace, a.JobID)
-	return a, nil
+	return nil
 }
 
 // checkCapacity enforces invariant 2 at commit time: on every node that

@@ -4,9 +4,14 @@
 // gives plan commits the all-or-nothing, serialized semantics the
 // invariants need without a server).
 //
-// Every write is one bbolt transaction that bumps a global index (Nomad's
-// Raft index stand-in) and stamps it on what it touched. Objects are
-// stored as JSON; secondary indexes are key-only buckets.
+// Every write runs in one bbolt transaction (writes arriving during a
+// commit share the next one: commit.go), bumps a global index (Nomad's
+// Raft index stand-in) and stamps it on what it touched. Allocs are stored
+// as CBOR (encoding.go), everything else as JSON; secondary indexes are
+// key-only buckets. Each node's usage is a record kept by the writes that
+// place or release allocs (usage.go), so neither an evaluation nor a
+// commit reads other jobs' allocs. Decoded nodes (and active deployments)
+// are cached, valid while the table index they were read at holds.
 package embedded
 
 import (

@@ -144,6 +144,15 @@ func (w *wtx) flushUsage() error {
 // alloc), moves its node's usage by the change and keeps allocs_terminal
 // (the allocs garbage collection looks at) in step.
 func (w *wtx) saveAlloc(was holding, a *structs.Allocation) error {
+	data, err := encodeAlloc(a)
+	if err != nil {
+		return fmt.Errorf("encode alloc %s: %w", a.ID, err)
+	}
+	return w.saveAllocData(was, a, data)
+}
+
+// saveAllocData is saveAlloc with a's stored form already encoded.
+func (w *wtx) saveAllocData(was holding, a *structs.Allocation, data []byte) error {
 	now := holdingOf(a)
 	if err := w.moveUsage(was, now); err != nil {
 		return err
@@ -159,7 +168,7 @@ func (w *wtx) saveAlloc(was holding, a *structs.Allocation) error {
 			return err
 		}
 	}
-	return putAlloc(w.tx, a)
+	return w.tx.Bucket(bAllocs).Put([]byte(a.ID), data)
 }
 
 // rebuildUsage computes every node's usage record from the allocs: once,

@@ -1,0 +1,89 @@
+package agent
+
+import (
+	"context"
+	"crypto/ed25519"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/drover-sched/drover/httpapi"
+)
+
+// forwardKeyFile holds a server's forward key seed (see
+// httpapi.ForwardSigner), under the server's data dir.
+const forwardKeyFile = "forward-key"
+
+// loadForwardSigner loads the server's forward key from dir, creating it
+// on first start (0600: whoever reads it can pose as the server to the
+// client agents).
+func loadForwardSigner(dir string) (*httpapi.ForwardSigner, error) {
+	p := filepath.Join(dir, forwardKeyFile)
+	seed, err := os.ReadFile(p)
+	if errors.Is(err, fs.ErrNotExist) {
+		if seed, err = httpapi.NewForwardKeySeed(); err != nil {
+			return nil, fmt.Errorf("forward key: %w", err)
+		}
+		tmp := p + ".tmp"
+		if err := os.WriteFile(tmp, seed, 0o600); err != nil {
+			return nil, fmt.Errorf("forward key: %w", err)
+		}
+		if err := os.Rename(tmp, p); err != nil {
+			return nil, fmt.Errorf("forward key: %w", err)
+		}
+	} else if err != nil {
+		return nil, fmt.Errorf("forward key: %w", err)
+	}
+	return httpapi.NewForwardSigner(seed)
+}
+
+// listenClient binds a client-only agent's listener, where its node
+// serves Nomad's client routes, and advertises its address in the node.
+func (a *Agent) listenClient() error {
+	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s (the client's HTTP address, -http-addr): %w", a.cfg.HTTPAddr, err)
+	}
+	a.listener = ln
+	adv := a.cfg.AdvertiseHTTP
+	if adv == "" {
+		adv = ln.Addr().String()
+	}
+	a.node.SetHTTPAddr(adv)
+	return nil
+}
+
+// clientAPI is the client-only agent's handler: the node's client routes,
+// each request admitted by a server's forward signature or by its token,
+// checked against the control plane's API (see httpapi.ClientAuth).
+func (a *Agent) clientAPI() (http.Handler, error) {
+	auth := &httpapi.ClientAuth{NodeID: a.node.NodeID()}
+	if len(a.cfg.Servers) > 0 {
+		base := a.cfg.Servers[0]
+		if !strings.Contains(base, "://") {
+			base = "http://" + base
+		}
+		u, err := url.Parse(base)
+		if err != nil || u.Host == "" {
+			return nil, fmt.Errorf("server address %q does not parse", a.cfg.Servers[0])
+		}
+		auth.APIAddress = strings.TrimRight(u.String(), "/")
+		if a.cfg.ControlPlane == nil {
+			// Servers of the embedded home forward, signed; the AWS home
+			// has none.
+			hc := &http.Client{Timeout: 10 * time.Second}
+			auth.ForwardKey = func(ctx context.Context) (ed25519.PublicKey, error) {
+				return httpapi.FetchForwardKey(ctx, hc, auth.APIAddress)
+			}
+		}
+	}
+	return httpapi.NewClientServer(a.node, httpapi.Config{ClientAuth: auth, Logger: a.log.Named("client-http"),
+		Agent: httpapi.AgentInfo{Name: a.nodeName(), Client: true, NodeID: a.node.NodeID()}}), nil
+}

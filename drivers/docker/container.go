@@ -1,0 +1,211 @@
+package docker
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/client"
+
+	"github.com/drover-sched/drover/drivers"
+)
+
+// Labels drover puts on its containers, to find them again (after an agent
+// restart, or for an alloc whose local state was lost).
+const (
+	labelAllocID   = "drover.alloc_id"
+	labelJobID     = "drover.job_id"
+	labelNamespace = "drover.namespace"
+	labelTaskGroup = "drover.task_group"
+	labelTaskName  = "drover.task_name"
+	labelTaskID    = "drover.task_id"
+)
+
+// containerName is Nomad's: <task>-<alloc ID>.
+func containerName(cfg *drivers.TaskConfig) string { return cfg.Name + "-" + cfg.AllocID }
+
+// createOptions turns a task's launch config into the container's.
+func (d *Driver) createOptions(cfg *drivers.TaskConfig, tc *TaskConfig) (client.ContainerCreateOptions, error) {
+	var none client.ContainerCreateOptions
+	if tc.Privileged && !d.opts.DockerAllowPrivileged {
+		return none, errors.New("privileged containers are not allowed on this node (the agent's -docker-allow-privileged is off)")
+	}
+	if len(tc.Ports) > 0 {
+		return none, fmt.Errorf("ports %v: group network ports are not supported by drover yet", tc.Ports)
+	}
+	labels := map[string]string{}
+	for k, v := range tc.Labels {
+		labels[k] = v
+	}
+	labels[labelAllocID] = cfg.AllocID
+	labels[labelJobID] = cfg.JobID
+	labels[labelNamespace] = cfg.Namespace
+	labels[labelTaskGroup] = cfg.TaskGroup
+	labels[labelTaskName] = cfg.Name
+	labels[labelTaskID] = cfg.ID
+
+	cc := &container.Config{
+		Image:      tc.Image,
+		Env:        cfg.EnvList(),
+		Labels:     labels,
+		WorkingDir: tc.WorkDir,
+		Hostname:   tc.Hostname,
+		User:       cfg.User,
+		Tty:        tc.TTY,
+		OpenStdin:  tc.Interactive,
+	}
+	if tc.Command != "" {
+		cc.Cmd = append([]string{tc.Command}, tc.Args...)
+	} else if len(tc.Args) > 0 {
+		cc.Cmd = tc.Args
+	}
+	if len(tc.Entrypoint) > 0 {
+		cc.Entrypoint = tc.Entrypoint
+	}
+
+	// The alloc's directories, mounted as Nomad mounts them.
+	binds := []string{
+		cfg.SharedDir + ":" + drivers.TaskAllocPath,
+		cfg.LocalDir + ":" + drivers.TaskLocalPath,
+		cfg.SecretsDir + ":" + drivers.TaskSecretsPath,
+	}
+	for _, v := range tc.Volumes {
+		b, err := d.bind(cfg, v)
+		if err != nil {
+			return none, err
+		}
+		binds = append(binds, b)
+	}
+	var mounts []mount.Mount
+	for _, m := range tc.Mounts {
+		mm, err := d.mount(cfg, m)
+		if err != nil {
+			return none, err
+		}
+		mounts = append(mounts, mm)
+	}
+
+	r := cfg.Resources
+	limit := int64(r.LimitMB()) << 20
+	if hard := int64(tc.MemoryHardLimit) << 20; hard > limit {
+		limit = hard
+	}
+	res := container.Resources{
+		// CPU shares from MHz, as Nomad; memory: the hard limit, with
+		// the task's memory as the soft reservation when they differ.
+		CPUShares:  int64(max(r.CPU, 2)),
+		Memory:     limit,
+		MemorySwap: limit,
+	}
+	if soft := int64(r.MemoryMB) << 20; soft < limit {
+		res.MemoryReservation = soft
+	}
+	for name, v := range tc.Ulimit {
+		soft, hard, err := parseUlimit(v)
+		if err != nil {
+			return none, fmt.Errorf("ulimit %s: %w", name, err)
+		}
+		res.Ulimits = append(res.Ulimits, &container.Ulimit{Name: name, Soft: soft, Hard: hard})
+	}
+	var dns []netip.Addr
+	for _, s := range tc.DNSServers {
+		a, err := netip.ParseAddr(s)
+		if err != nil {
+			return none, fmt.Errorf("dns_servers: %w", err)
+		}
+		dns = append(dns, a)
+	}
+	logType := tc.Logging.Type
+	if logType == "" {
+		logType = "json-file"
+	}
+	hc := &container.HostConfig{
+		Binds:          binds,
+		Mounts:         mounts,
+		NetworkMode:    container.NetworkMode(tc.NetworkMode),
+		Privileged:     tc.Privileged,
+		Resources:      res,
+		CapAdd:         tc.CapAdd,
+		CapDrop:        tc.CapDrop,
+		DNS:            dns,
+		DNSSearch:      tc.DNSSearchDomains,
+		DNSOptions:     tc.DNSOptions,
+		ExtraHosts:     tc.ExtraHosts,
+		SecurityOpt:    tc.SecurityOpt,
+		Sysctls:        tc.Sysctl,
+		IpcMode:        container.IpcMode(tc.IPCMode),
+		PidMode:        container.PidMode(tc.PIDMode),
+		UTSMode:        container.UTSMode(tc.UTSMode),
+		ShmSize:        tc.ShmSize,
+		ReadonlyRootfs: tc.ReadonlyRootfs,
+		LogConfig:      container.LogConfig{Type: logType, Config: tc.Logging.Config},
+	}
+	if tc.Init {
+		init := true
+		hc.Init = &init
+	}
+	return client.ContainerCreateOptions{Name: containerName(cfg), Config: cc, HostConfig: hc}, nil
+}
+
+// hostPath resolves a volume's host path: relative paths are inside the
+// task dir; absolute ones need volumes enabled on the agent.
+func (d *Driver) hostPath(cfg *drivers.TaskConfig, p string) (string, error) {
+	if !filepath.IsAbs(p) {
+		abs := filepath.Join(cfg.TaskDir, p)
+		if abs != cfg.TaskDir && !strings.HasPrefix(abs, cfg.TaskDir+"/") {
+			return "", fmt.Errorf("volume path %q leaves the task dir", p)
+		}
+		return abs, nil
+	}
+	if !d.opts.DockerVolumesEnabled {
+		return "", fmt.Errorf("host volume %q: volumes outside the task dir are not enabled on this node (the agent's -docker-volumes-enabled, Nomad's volumes.enabled)", p)
+	}
+	return p, nil
+}
+
+func (d *Driver) bind(cfg *drivers.TaskConfig, v string) (string, error) {
+	parts := strings.Split(v, ":")
+	if len(parts) < 2 {
+		return "", fmt.Errorf("volume %q: want host_path:container_path", v)
+	}
+	host, err := d.hostPath(cfg, parts[0])
+	if err != nil {
+		return "", err
+	}
+	parts[0] = host
+	return strings.Join(parts, ":"), nil
+}
+
+func (d *Driver) mount(cfg *drivers.TaskConfig, m Mount) (mount.Mount, error) {
+	out := mount.Mount{Target: m.Target, Source: m.Source, ReadOnly: m.Readonly}
+	switch m.Type {
+	case "bind":
+		src, err := d.hostPath(cfg, m.Source)
+		if err != nil {
+			return out, err
+		}
+		out.Type, out.Source = mount.TypeBind, src
+		if m.BindOptions.Propagation != "" {
+			out.BindOptions = &mount.BindOptions{Propagation: mount.Propagation(m.BindOptions.Propagation)}
+		}
+	case "tmpfs":
+		out.Type = mount.TypeTmpfs
+		out.TmpfsOptions = &mount.TmpfsOptions{SizeBytes: m.TmpfsOptions.Size}
+		if m.TmpfsOptions.Mode != 0 {
+			out.TmpfsOptions.Mode = os.FileMode(m.TmpfsOptions.Mode)
+		}
+	default:
+		out.Type = mount.TypeVolume
+		vo := m.VolumeOptions
+		out.VolumeOptions = &mount.VolumeOptions{NoCopy: vo.NoCopy, Labels: vo.Labels}
+		if vo.DriverConfig.Name != "" {
+			out.VolumeOptions.DriverConfig = &mount.Driver{Name: vo.DriverConfig.Name, Options: vo.DriverConfig.Options}
+		}
+	}
+	return out, nil
+}

@@ -1,0 +1,115 @@
+package nodeagent
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/client"
+
+	dockerdriver "github.com/drover-sched/drover/drivers/docker"
+	"github.com/drover-sched/drover/internal/dockertest"
+	"github.com/drover-sched/drover/structs"
+)
+
+func dockerTask(name, image string, args ...string) *structs.Task {
+	cfgArgs := make([]any, len(args))
+	for i, a := range args {
+		cfgArgs[i] = a
+	}
+	return &structs.Task{Name: name, Driver: dockerdriver.Name,
+		Config:      map[string]any{"image": image, "args": cfgArgs},
+		KillTimeout: 2 * time.Second, Resources: &structs.Resources{CPU: 100, MemoryMB: 32}}
+}
+
+func dockerConfig(t *testing.T, dir string) Config {
+	cfg := testConfig(t, dir)
+	cfg.EnabledDrivers = []string{dockerdriver.Name}
+	return cfg
+}
+
+// containersOf lists the containers labelled with allocID.
+func containersOf(t *testing.T, cli *client.Client, allocID string) []string {
+	t.Helper()
+	list, err := cli.ContainerList(context.Background(), client.ContainerListOptions{All: true,
+		Filters: make(client.Filters).Add("label", "drover.alloc_id="+allocID)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range list.Items {
+		ids = append(ids, c.ID)
+	}
+	return ids
+}
+
+// TestDockerPullFailureFailsTask: no registry answers here, so an absent
+// image cannot be pulled: the task has a "Downloading image" driver
+// event, then a Driver Failure naming the pull, and fails.
+func TestDockerPullFailureFailsTask(t *testing.T) {
+	t.Parallel()
+	dockertest.Client(t)
+	cp := newFakeCP()
+	startAgent(t, cp, dockerConfig(t, t.TempDir()))
+	task := dockerTask("web", "127.0.0.1:1/drover-absent-image:never")
+	task.Config["image_pull_timeout"] = "20s"
+	alloc := testAlloc(testJob(structs.JobTypeService, task))
+	cp.addAlloc(alloc)
+	st := cp.waitReport(t, alloc.ID, "failed", hasStatus(structs.AllocClientStatusFailed)).TaskStates["web"]
+	if ev := findEvent(st, structs.TaskEventDriverMessage); ev == nil || ev.DisplayMessage != "Downloading image 127.0.0.1:1/drover-absent-image:never" {
+		t.Errorf("driver event %+v in %v", ev, eventTypes(st))
+	}
+	ev := findEvent(st, structs.TaskDriverFailure)
+	if ev == nil || !strings.Contains(ev.DriverError, "Failed to pull `127.0.0.1:1/drover-absent-image:never`") {
+		t.Fatalf("Driver Failure %+v in %v", ev, eventTypes(st))
+	}
+	if !st.Failed || findEvent(st, structs.TaskNotRestarting) == nil {
+		t.Fatalf("task state %+v events %v", st, eventTypes(st))
+	}
+}
+
+// TestDockerReattachAfterAgentRestart: the container runs on while no
+// agent runs; the next agent re-attaches by container ID (nothing re-run),
+// and stopping the alloc removes its container.
+func TestDockerReattachAfterAgentRestart(t *testing.T) {
+	t.Parallel()
+	image := dockertest.Image(t)
+	cli := dockertest.Client(t)
+	dir := t.TempDir()
+	cp := newFakeCP()
+	a1 := startAgent(t, cp, dockerConfig(t, dir))
+	alloc := testAlloc(testJob(structs.JobTypeService, dockerTask("web", image, "sleep")))
+	cp.addAlloc(alloc)
+	t.Cleanup(func() {
+		for _, id := range containersOf(t, cli, alloc.ID) {
+			_, _ = cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
+		}
+	})
+	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	before := containersOf(t, cli, alloc.ID)
+	if len(before) != 1 {
+		t.Fatalf("containers %v", before)
+	}
+	a1.stop(t)
+	ins, err := cli.ContainerInspect(context.Background(), before[0], client.ContainerInspectOptions{})
+	if err != nil || !ins.Container.State.Running {
+		t.Fatalf("container stopped with the agent: %v", err)
+	}
+	cp.clearReports()
+
+	startAgent(t, cp, dockerConfig(t, dir))
+	rep := cp.waitReport(t, alloc.ID, "restored running", hasStatus(structs.AllocClientStatusRunning))
+	if st := rep.TaskStates["web"]; st.Restarts != 0 || countEvents(st, structs.TaskStarted) != 1 {
+		t.Fatalf("re-attach restarted the task: restarts %d, events %v", st.Restarts, eventTypes(st))
+	}
+	if after := containersOf(t, cli, alloc.ID); len(after) != 1 || after[0] != before[0] {
+		t.Fatalf("containers after re-attach %v, before %v", after, before)
+	}
+	cp.stopAlloc(alloc.ID)
+	rep = cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
+	if ev := findEvent(rep.TaskStates["web"], structs.TaskTerminated); ev == nil || ev.ExitCode != 0 {
+		t.Errorf("Terminated %+v", ev)
+	}
+	waitFor(t, 10*time.Second, "the container removed", func() bool { return len(containersOf(t, cli, alloc.ID)) == 0 })
+}
