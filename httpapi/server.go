@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -133,6 +134,10 @@ type Config struct {
 	// node that runs the alloc (signed; see ClientAuth) and serves its
 	// public key at GET /v1/nodeagent/forward-key.
 	ForwardSigner *ForwardSigner
+	// ForwardTLS, when set, is how forwarded client routes reach nodes:
+	// over HTTPS, the node's certificate verified and this server's
+	// presented (the agents' TLS).
+	ForwardTLS *tls.Config
 	// ClientAuth, on a client agent's own listener (NewClientServer),
 	// admits its requests; nil admits all.
 	ClientAuth *ClientAuth
@@ -143,6 +148,8 @@ type Server struct {
 	cfg Config
 	mux *routeMux
 	log *zap.Logger
+	// forward is the transport of forwarded client routes.
+	forward http.RoundTripper
 	// state is the store unfiltered, for the capability checks (cfg.State
 	// is filtered by identity when ACLs are on).
 	state State
@@ -160,6 +167,11 @@ func New(cfg Config) *Server {
 		cfg.MaxWait = 10 * time.Minute
 	}
 	s := &Server{cfg: cfg, log: cfg.Logger, state: cfg.State}
+	if cfg.ForwardTLS != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = cfg.ForwardTLS
+		s.forward = t
+	}
 	s.mux = &routeMux{ServeMux: http.NewServeMux(), s: s}
 	if s.log == nil {
 		s.log = zap.NewNop()
