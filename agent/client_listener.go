@@ -63,7 +63,7 @@ func (a *Agent) listenClient() error {
 // each request admitted by a server's forward signature or by its token,
 // checked against the control plane's API (see httpapi.ClientAuth).
 func (a *Agent) clientAPI() (http.Handler, error) {
-	auth := &httpapi.ClientAuth{NodeID: a.node.NodeID()}
+	auth := &httpapi.ClientAuth{NodeID: a.node.NodeID(), AllocNamespace: a.node.AllocNamespace}
 	if len(a.cfg.Servers) > 0 {
 		base := a.cfg.Servers[0]
 		tc, err := a.cfg.TLS.ClientConfig()
