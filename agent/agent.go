@@ -87,6 +87,12 @@ type Config struct {
 	// default, as in Nomad).
 	DockerAllowPrivileged bool
 	DockerVolumesEnabled  bool
+	// Network settings of a client's node (nodeagent.Config): the address
+	// its allocs' ports are on, or the interface to take it from; the
+	// dynamic port range; the reserved host ports.
+	NetworkAddress, NetworkInterface string
+	MinDynamicPort, MaxDynamicPort   int
+	ReservedPorts                    string
 	// GCMaxAllocs is how many allocs a client keeps before it destroys
 	// terminal ones (Nomad's gc_max_allocs; default 50).
 	GCMaxAllocs int
@@ -248,6 +254,8 @@ func (a *Agent) newClient() error {
 		NodePool: a.cfg.NodePool, NodeClass: a.cfg.NodeClass, HTTPAddr: a.cfg.HTTPAddr, DevMode: a.cfg.Dev,
 		EnabledDrivers: drivers, PollInterval: a.cfg.PollInterval, SupervisorCommand: a.cfg.SupervisorCommand,
 		GCMaxAllocs: a.cfg.GCMaxAllocs, DockerAllowPrivileged: a.cfg.DockerAllowPrivileged, DockerVolumesEnabled: a.cfg.DockerVolumesEnabled,
+		NetworkAddress: a.cfg.NetworkAddress, NetworkInterface: a.cfg.NetworkInterface,
+		MinDynamicPort: a.cfg.MinDynamicPort, MaxDynamicPort: a.cfg.MaxDynamicPort, ReservedPorts: a.cfg.ReservedPorts,
 		Version: Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
 	})
 	if err != nil {

@@ -57,6 +57,9 @@ func (s *Service) UpdateDrain(ctx context.Context, nodeID string, spec *DrainSpe
 			return n, err
 		}
 	} else if markEligible {
+		if err := s.evaluateSystemJobs(ctx, nodeID, structs.EvalTriggerNodeUpdate, nil); err != nil {
+			return n, err
+		}
 		s.unblock(ctx, "node eligible")
 	}
 	return n, nil
@@ -86,6 +89,11 @@ func (s *Service) UpdateEligibility(ctx context.Context, nodeID, eligibility str
 		}
 		s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemCluster, msg, nil)
 	}
+	if eligibility == structs.NodeSchedulingEligible && cur.SchedulingEligibility != eligibility {
+		if err := s.evaluateSystemJobs(ctx, nodeID, structs.EvalTriggerNodeUpdate, nil); err != nil {
+			return n, err
+		}
+	}
 	if eligibility == structs.NodeSchedulingEligible {
 		s.unblock(ctx, "node eligible")
 	}
@@ -96,8 +104,10 @@ func (s *Service) UpdateEligibility(ctx context.Context, nodeID, eligibility str
 // each task group it marks allocs for migration only while at least
 // count - migrate.max_parallel of the group's allocs elsewhere are
 // healthy, so a drain never takes more than max_parallel of a group down
-// at once; batch allocs are left to finish until the deadline; at the
-// deadline everything left is marked. A node with nothing left to move
+// at once; batch and sysbatch allocs are left to finish until the
+// deadline; system allocs are drained last, all at once, when everything
+// else on the node has stopped (left running with IgnoreSystemJobs); at
+// the deadline everything left is marked. A node with nothing left to move
 // ends its drain (it stays ineligible).
 func (s *Service) RunDrainer(ctx context.Context) error {
 	nodes, err := s.store.Nodes(ctx, "")
@@ -126,19 +136,35 @@ func (s *Service) drainNode(ctx context.Context, n *structs.Node, now time.Time)
 	forced := !n.DrainStrategy.ForceDeadline.IsZero() && !now.Before(n.DrainStrategy.ForceDeadline)
 	remaining := 0
 	candidates := map[groupKey][]*structs.Allocation{}
+	var system []*structs.Allocation
+	othersDone := true // every non-system alloc has stopped on the node
 	for _, a := range allocs {
-		if a.TerminalStatus() {
+		isSystem := a.Job != nil && a.Job.Type == structs.JobTypeSystem
+		if !isSystem && !a.ClientTerminalStatus() {
+			othersDone = false
+		}
+		if a.TerminalStatus() || (isSystem && n.DrainStrategy.IgnoreSystemJobs) {
 			continue
 		}
 		remaining++
 		if a.DesiredTransition.ShouldMigrate() {
 			continue
 		}
-		if a.Job != nil && a.Job.Type == structs.JobTypeBatch && !forced {
+		switch {
+		case isSystem:
+			system = append(system, a)
+			continue
+		case a.Job != nil && (a.Job.Type == structs.JobTypeBatch || a.Job.Type == structs.JobTypeSysBatch) && !forced:
 			continue
 		}
 		k := groupKey{a.Namespace, a.JobID, a.TaskGroup}
 		candidates[k] = append(candidates[k], a)
+	}
+	if len(system) > 0 && (othersDone || forced) {
+		for _, a := range system {
+			k := groupKey{a.Namespace, a.JobID, a.TaskGroup}
+			candidates[k] = append(candidates[k], a)
+		}
 	}
 	if remaining == 0 {
 		if _, err := s.store.UpdateNodeDrain(ctx, n.ID, nil, false); err != nil {
@@ -162,7 +188,7 @@ func (s *Service) drainNode(ctx context.Context, n *structs.Node, now time.Time)
 		list := candidates[k]
 		sort.Slice(list, func(i, j int) bool { return list[i].ID < list[j].ID })
 		take := len(list)
-		if !forced {
+		if !forced && (list[0].Job == nil || list[0].Job.Type != structs.JobTypeSystem) {
 			take, err = s.migratable(ctx, k, now)
 			if err != nil {
 				return err

@@ -78,8 +78,9 @@ func (s *Service) NodeMissedHeartbeat(ctx context.Context, nodeID string) error 
 }
 
 // createNodeEvals creates one evaluation per job with allocations on the
-// node that are still wanted or still running, as Nomad does when a
-// node's status changes.
+// node that are still wanted or still running, and, when the node can take
+// placements, one per system or sysbatch job it may run, as Nomad does
+// when a node's status changes.
 func (s *Service) createNodeEvals(ctx context.Context, nodeID, trigger string) error {
 	allocs, err := s.store.AllocsByNode(ctx, nodeID)
 	if err != nil {
@@ -92,7 +93,14 @@ func (s *Service) createNodeEvals(ctx context.Context, nodeID, trigger string) e
 		}
 		jobs[structs.NamespacedJobID(a.Namespace, a.JobID)] = a
 	}
-	return s.createJobEvals(ctx, jobs, trigger, nodeID, false)
+	if err := s.createJobEvals(ctx, jobs, trigger, nodeID, false); err != nil {
+		return err
+	}
+	skip := make(map[string]bool, len(jobs))
+	for k := range jobs {
+		skip[k] = true
+	}
+	return s.evaluateSystemJobs(ctx, nodeID, trigger, skip)
 }
 
 // createJobEvals creates, for each job named by one of its allocs (keyed

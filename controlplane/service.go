@@ -291,8 +291,15 @@ func (s *Service) RegisterNode(ctx context.Context, node *structs.Node) (time.Du
 	s.markHeartbeat(node.ID)
 	s.log.Info("node registered", zap.String("node_id", node.ID), zap.String("node_name", node.Name),
 		zap.String("datacenter", n.Datacenter), zap.String("node_pool", n.NodePool))
-	if prev != nil && prev.Status != structs.NodeStatusReady {
+	switch {
+	case prev != nil && prev.Status != structs.NodeStatusReady:
 		if err := s.createNodeEvals(ctx, node.ID, structs.EvalTriggerNodeUpdate); err != nil {
+			return 0, err
+		}
+	case prev == nil || fingerprintChanged(prev, n):
+		// A new node, or one whose fingerprint changed: the system jobs
+		// it may run now are evaluated for it.
+		if err := s.evaluateSystemJobs(ctx, node.ID, structs.EvalTriggerNodeUpdate, nil); err != nil {
 			return 0, err
 		}
 	}

@@ -34,9 +34,8 @@ func (es FieldErrors) Error() string {
 // ValidateContext is what a config's rules may need to know about the task
 // around it.
 type ValidateContext struct {
-	// GroupPorts are the port labels of the task group's network block;
-	// nil while the group has none (drover does not support group
-	// network blocks yet, so today it is always nil).
+	// GroupPorts are the port labels of the task group's network block
+	// (static and dynamic ports); nil when the group has none.
 	GroupPorts []string
 }
 

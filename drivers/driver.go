@@ -180,6 +180,14 @@ type TaskConfig struct {
 	Resources Resources
 	// Logs is the rotation of alloc/logs/<Name>.stdout.N and .stderr.N.
 	Logs LogConfig
+	// Ports are the host ports of the task's group network, as the alloc
+	// holds them (AllocatedResources.Shared.Ports): Label, the host port
+	// Value on HostIP, and To, the port inside the task a driver that maps
+	// ports publishes it on (docker's `ports = ["http"]`; To <= 0 means the
+	// same number as Value). Tasks also see them in their environment
+	// (NOMAD_PORT_<label>, NOMAD_HOST_PORT_<label>, ...). Empty when the
+	// group has no network block.
+	Ports []structs.AllocatedPortMapping `json:",omitempty"`
 	// AllocDir is the alloc dir's root, SharedDir its alloc/ directory
 	// (NOMAD_ALLOC_DIR on the host), LogDir alloc/logs.
 	AllocDir  string
@@ -199,6 +207,16 @@ type TaskConfig struct {
 	// Events, when set, receives driver messages worth a task event
 	// ("Downloading image ..."); not persisted.
 	Events func(message string) `json:"-"`
+}
+
+// ValidateContext is what the task config's rules know of the task's
+// group on the node: the labels of the ports the alloc holds.
+func (c *TaskConfig) ValidateContext() ValidateContext {
+	var vc ValidateContext
+	for _, p := range c.Ports {
+		vc.GroupPorts = append(vc.GroupPorts, p.Label)
+	}
+	return vc
 }
 
 // EnvList returns Env as sorted KEY=value entries.

@@ -126,7 +126,7 @@ func TestBadInputIsRejectedAndNothingStored(t *testing.T) {
 		{"missing job ID", mutate(t, func(j map[string]any) { delete(j, "ID") }), "ID"},
 		{"job ID with a space", mutate(t, func(j map[string]any) { j["ID"] = "my web" }), "ID"},
 		{"bad job type", mutate(t, func(j map[string]any) { j["Type"] = "daemon" }), "Type"},
-		{"system job (unsupported)", mutate(t, func(j map[string]any) { j["Type"] = "system" }), "system"},
+		{"system job with count 2", mutate(t, func(j map[string]any) { j["Type"] = "system"; group(j)["Count"] = 2 }), "must be 0 or 1 for a system job"},
 		{"priority too high", mutate(t, func(j map[string]any) { j["Priority"] = 101 }), "Priority"},
 		{"priority too low", mutate(t, func(j map[string]any) { j["Priority"] = -5 }), "Priority"},
 		{"no task groups", mutate(t, func(j map[string]any) { j["TaskGroups"] = []any{} }), "TaskGroups"},
@@ -151,9 +151,9 @@ func TestBadInputIsRejectedAndNothingStored(t *testing.T) {
 		{"version constraint does not parse", mutate(t, func(j map[string]any) {
 			j["Constraints"] = []any{map[string]any{"LTarget": "${attr.os.version}", "Operand": "version", "RTarget": ">= banana"}}
 		}), "RTarget"},
-		{"network block (unsupported)", mutate(t, func(j map[string]any) {
-			group(j)["Networks"] = []any{map[string]any{"Mode": "host"}}
-		}), "network"},
+		{"bridge network (unsupported)", mutate(t, func(j map[string]any) {
+			group(j)["Networks"] = []any{map[string]any{"Mode": "bridge"}}
+		}), "network mode"},
 		{"service block (unsupported)", mutate(t, func(j map[string]any) {
 			group(j)["Services"] = []any{map[string]any{"Name": "web"}}
 		}), "service"},

@@ -12,9 +12,8 @@ import (
 	"go.uber.org/zap"
 )
 
-// ClientFS is the node agent's side of Nomad's client file-system
-// endpoints, for an agent that runs allocations in this process (the dev
-// agent). *nodeagent.Agent implements it.
+// ClientFS is the log part of ClientNode (Nomad's
+// /v1/client/fs/logs). *nodeagent.Agent implements it.
 type ClientFS interface {
 	// StreamLogs streams a task's stdout or stderr (logType) from offset
 	// bytes after the start or before the end (origin "start" or "end")

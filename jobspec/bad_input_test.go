@@ -108,8 +108,18 @@ func TestBadInput(t *testing.T) {
 		{name: "region empty", mut: func(m obj) { jobOf(m)["Region"] = "" }, field: "Job.Region", rule: "must not be empty"},
 		{name: "type empty", mut: func(m obj) { jobOf(m)["Type"] = "" }, field: "Job.Type", rule: "must not be empty"},
 		{name: "type unknown", mut: func(m obj) { jobOf(m)["Type"] = "cron" }, field: "Job.Type", rule: `unknown job type "cron"`},
-		{name: "type system", mut: func(m obj) { jobOf(m)["Type"] = "system" }, field: "Job.Type", rule: `job type "system" is not supported by drover yet`},
-		{name: "type sysbatch", mut: func(m obj) { jobOf(m)["Type"] = "sysbatch" }, field: "Job.Type", rule: `job type "sysbatch" is not supported by drover yet`},
+		{name: "system count above one", mut: func(m obj) { jobOf(m)["Type"] = "system"; grp(m, 0)["Count"] = 2 },
+			field: gp + ".Count", rule: "must be 0 or 1 for a system job"},
+		{name: "system reschedule", mut: func(m obj) { jobOf(m)["Type"] = "system"; grp(m, 0)["ReschedulePolicy"] = obj{"Attempts": 1} },
+			field: gp + ".ReschedulePolicy", rule: "system and sysbatch jobs must not have a reschedule policy"},
+		{name: "sysbatch job reschedule", mut: func(m obj) { jobOf(m)["Type"] = "sysbatch"; jobOf(m)["Reschedule"] = obj{"Attempts": 1} },
+			field: "Job.Reschedule", rule: "system and sysbatch jobs must not have a reschedule policy"},
+		{name: "sysbatch update", mut: func(m obj) { jobOf(m)["Type"] = "sysbatch"; jobOf(m)["Update"] = obj{"MaxParallel": 1} },
+			field: "Job.Update", rule: "update block is not allowed for sysbatch jobs"},
+		{name: "system migrate", mut: func(m obj) { jobOf(m)["Type"] = "system"; grp(m, 0)["Migrate"] = obj{"MaxParallel": 1} },
+			field: gp + ".Migrate", rule: "migrate block is not allowed for system jobs"},
+		{name: "system canary", mut: func(m obj) { jobOf(m)["Type"] = "system"; jobOf(m)["Update"] = obj{"MaxParallel": 1, "Canary": 1} },
+			field: "Job.Update.Canary", rule: "canaries are not supported for system jobs"},
 		{name: "priority zero", mut: func(m obj) { jobOf(m)["Priority"] = 0 }, field: "Job.Priority", rule: "must be between 1 and 100 (got 0)"},
 		{name: "priority too high", mut: func(m obj) { jobOf(m)["Priority"] = 101 }, field: "Job.Priority", rule: "must be between 1 and 100 (got 101)"},
 		{name: "datacenter empty", mut: func(m obj) { jobOf(m)["Datacenters"] = list("dc1", "") }, field: "Job.Datacenters[1]", rule: "must not be empty"},
@@ -364,21 +374,116 @@ func TestBadInput(t *testing.T) {
 		}, field: gp, rule: "affinity block is not supported by drover yet"},
 		{name: "group spread", mut: func(m obj) { grp(m, 0)["Spreads"] = list(obj{"Attribute": "${node.datacenter}"}) }, field: gp, rule: "spread block is not supported"},
 		{name: "group volume", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host", "Source": "data"}} }, field: gp, rule: "volume block is not supported"},
-		{name: "group network", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge"}) }, field: gp, rule: "network block is not supported by drover yet"},
+		{name: "network mode bridge", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "bridge" is not supported by drover yet`},
+		{name: "network mode cni", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "cni/mynet"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "cni/mynet" is not supported`},
+		{name: "network mode unknown", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "hots"}) }, field: gp + ".Networks[0].Mode", rule: `unknown network mode "hots"`},
+		{name: "network dns", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"DNS": obj{"Servers": list("1.1.1.1")}}) }, field: gp + ".Networks[0]", rule: "dns block is not supported"},
+		{name: "network cni block", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"CNI": obj{"Args": obj{"a": "b"}}}) }, field: gp + ".Networks[0]", rule: "cni block is not supported"},
+		{name: "network null", mut: func(m obj) { grp(m, 0)["Networks"] = list(nil) }, field: gp + ".Networks[0]", rule: "must not be null"},
+		{name: "two networks", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "host"}, obj{"Mode": "host"}) }, field: gp + ".Networks", rule: "at most one network block per group"},
+		{name: "network hostname", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Hostname": "web"}) }, field: gp + ".Networks[0].Hostname", rule: "only set in bridge networking"},
+		{name: "network ip", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"IP": "10.0.0.1"}) }, field: gp + ".Networks[0].IP", rule: "is the node's"},
+		{name: "port label empty", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"DynamicPorts": list(obj{"Label": ""})}) },
+			field: gp + ".Networks[0].DynamicPorts[0].Label", rule: "must not be empty"},
+		{name: "port label invalid", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"DynamicPorts": list(obj{"Label": "my port"})}) },
+			field: gp + `.Networks[0].DynamicPorts[0] "my port".Label`, rule: "letters, digits, underscores or dashes"},
+		{name: "port label duplicate", mut: func(m obj) {
+			grp(m, 0)["Networks"] = list(obj{"ReservedPorts": list(obj{"Label": "http", "Value": 8080}), "DynamicPorts": list(obj{"Label": "http"})})
+		}, field: gp + `.Networks[0].DynamicPorts[0] "http".Label`, rule: `port label "http" is already used by`},
+		{name: "static port zero", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"ReservedPorts": list(obj{"Label": "http"})}) },
+			field: gp + `.Networks[0].ReservedPorts[0] "http".Value`, rule: "static port must be between 1 and 65535 (got 0)"},
+		{name: "static port too high", mut: func(m obj) {
+			grp(m, 0)["Networks"] = list(obj{"ReservedPorts": list(obj{"Label": "http", "Value": 70000})})
+		},
+			field: gp + `.Networks[0].ReservedPorts[0] "http".Value`, rule: "static port must be between 1 and 65535 (got 70000)"},
+		{name: "static port duplicate", mut: func(m obj) {
+			grp(m, 0)["Networks"] = list(obj{"ReservedPorts": list(obj{"Label": "a", "Value": 80}, obj{"Label": "b", "Value": 80})})
+		}, field: gp + `.Networks[0].ReservedPorts[1] "b".Value`, rule: "static port 80 is already reserved by"},
+		{name: "dynamic port with a value", mut: func(m obj) {
+			grp(m, 0)["Networks"] = list(obj{"DynamicPorts": list(obj{"Label": "http", "Value": 20001})})
+		},
+			field: gp + `.Networks[0].DynamicPorts[0] "http".Value`, rule: "must be 0 for a dynamic port"},
+		{name: "port to negative", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"DynamicPorts": list(obj{"Label": "http", "To": -2})}) },
+			field: gp + `.Networks[0].DynamicPorts[0] "http".To`, rule: "must be between -1 and 65535 (got -2)"},
+		{name: "port host network", mut: func(m obj) {
+			grp(m, 0)["Networks"] = list(obj{"DynamicPorts": list(obj{"Label": "http", "HostNetwork": "public"})})
+		},
+			field: gp + `.Networks[0].DynamicPorts[0] "http".HostNetwork`, rule: `host network "public" is not supported`},
+		{name: "port ignore collision", mut: func(m obj) {
+			grp(m, 0)["Networks"] = list(obj{"ReservedPorts": list(obj{"Label": "dns", "Value": 53, "IgnoreCollision": true})})
+		}, field: gp + `.Networks[0].ReservedPorts[0] "dns".IgnoreCollision`, rule: "ignore_collision is not supported"},
 		{name: "group service", mut: func(m obj) { grp(m, 0)["Services"] = list(obj{"Name": "web"}) }, field: gp, rule: "service block is not supported"},
 		{name: "group scaling", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Max": 10} }, field: gp, rule: "scaling block is not supported"},
 		{name: "group consul", mut: func(m obj) { grp(m, 0)["Consul"] = obj{"Namespace": "x"} }, field: gp, rule: "consul block is not supported"},
-		{name: "group max_run_duration", mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = ns("1h") }, field: gp + ".MaxRunDuration", rule: "max_run_duration is not supported"},
+		{name: "group max_run_duration in a service job", mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = ns("1h") }, field: gp + ".MaxRunDuration", rule: `job type "service" does not allow max_run_duration`},
+		{name: "group max_run_duration zero", batch: true, mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = 0 }, field: `Job.TaskGroups[0] "run".MaxRunDuration`, rule: "must be greater than zero"},
 
 		// Unsupported blocks, task level.
 		{name: "task affinity", mut: func(m obj) {
 			tsk(m, 0, 0)["Affinities"] = list(obj{"LTarget": "${node.class}", "RTarget": "x", "Operand": "="})
 		}, field: tp, rule: "affinity block is not supported"},
 		{name: "task service", mut: func(m obj) { tsk(m, 0, 0)["Services"] = list(obj{"Name": "web"}) }, field: tp, rule: "service block is not supported"},
-		{name: "artifact", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://example.com/x.tgz"}) }, field: tp, rule: "artifact block is not supported"},
+		// Artifacts.
+		{name: "artifact no source", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"RelativeDest": "local/"}) }, field: tp + ".Artifacts[0].GetterSource", rule: "must be set"},
+		{name: "artifact s3", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "s3::https://bucket.s3.amazonaws.com/x"})
+		}, field: tp + ".Artifacts[0].GetterSource", rule: `the "s3" getter is not supported`},
+		{name: "artifact scheme", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "ftp://host/x"}) }, field: tp + ".Artifacts[0].GetterSource", rule: "must be an http or https URL"},
+		{name: "artifact mode", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "GetterMode": "tree"})
+		}, field: tp + ".Artifacts[0].GetterMode", rule: `unknown artifact mode "tree"`},
+		{name: "artifact destination", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "RelativeDest": "../../../bin"})
+		}, field: tp + ".Artifacts[0].RelativeDest", rule: "must stay inside the allocation directory"},
+		{name: "artifact checksum form", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "GetterOptions": obj{"checksum": "abc"}})
+		}, field: tp + ".Artifacts[0].GetterOptions.checksum", rule: `"type:value"`},
+		{name: "artifact checksum type", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "GetterOptions": obj{"checksum": "crc:00"}})
+		}, field: tp + ".Artifacts[0].GetterOptions.checksum", rule: "unsupported checksum type crc"},
+		{name: "artifact checksum length", mut: func(m obj) {
+			tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "GetterOptions": obj{"checksum": "sha256:abcd"}})
+		}, field: tp + ".Artifacts[0].GetterOptions.checksum", rule: "invalid sha256 checksum"},
+		{name: "artifact chown", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"GetterSource": "https://h/x", "Chown": true}) }, field: tp + ".Artifacts[0].Chown", rule: "not supported"},
 		{name: "vault", mut: func(m obj) { tsk(m, 0, 0)["Vault"] = obj{"Policies": list("p")} }, field: tp, rule: "vault block is not supported"},
 		{name: "task consul", mut: func(m obj) { tsk(m, 0, 0)["Consul"] = obj{} }, field: tp, rule: "consul block is not supported"},
-		{name: "template", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(obj{"EmbeddedTmpl": "x", "DestPath": "local/x"}) }, field: tp, rule: "template block is not supported"},
+		// Templates.
+		{name: "template consul", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(tmpl("local/app.conf", `{{ key "app/port" }}`)) }, field: tp + ".Templates[0].EmbeddedTmpl", rule: `template for "local/app.conf" calls key, which reads Consul`},
+		{name: "template vault", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(tmpl("secrets/db", `{{ with secret "db/creds" }}{{ .Data.password }}{{ end }}`))
+		}, field: tp + ".Templates[0].EmbeddedTmpl", rule: "calls secret, which reads Vault"},
+		{name: "template parse", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(tmpl("local/x", `{{ nosuch }}`)) }, field: tp + ".Templates[0].EmbeddedTmpl", rule: `function "nosuch" not defined`},
+		{name: "template nothing", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x"}) }, field: tp + ".Templates[0]", rule: "must have a source or data"},
+		{name: "template both", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "SourcePath": "local/in.tpl"})
+		}, field: tp + ".Templates[0]", rule: "not have both a source and data"},
+		{name: "template no destination", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(obj{"EmbeddedTmpl": "x"}) }, field: tp + ".Templates[0].DestPath", rule: "must be set"},
+		{name: "template destination escapes", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(tmpl("../../etc/passwd", "x")) }, field: tp + ".Templates[0].DestPath", rule: "must stay inside the allocation directory"},
+		{name: "template source escapes", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "SourcePath": "../../../etc/shadow"})
+		}, field: tp + ".Templates[0].SourcePath", rule: "must stay inside the allocation directory"},
+		{name: "template same destination", mut: func(m obj) { tsk(m, 0, 0)["Templates"] = list(tmpl("local/x", "a"), tmpl("./local/x", "b")) }, field: tp + ".Templates[1].DestPath", rule: "also the destination of Templates[0]"},
+		{name: "template change_mode script", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "ChangeMode": "script", "ChangeScript": obj{"Command": "/bin/true"}})
+		}, field: tp + ".Templates[0].ChangeMode", rule: `change_mode "script" is not supported by drover yet`},
+		{name: "template change_mode unknown", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "ChangeMode": "reload"})
+		}, field: tp + ".Templates[0].ChangeMode", rule: `unknown change_mode "reload"`},
+		{name: "template signal unknown", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "ChangeMode": "signal", "ChangeSignal": "SIGNOPE"})
+		}, field: tp + ".Templates[0].ChangeSignal", rule: `unknown signal "SIGNOPE"`},
+		{name: "template signal with env", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "X=1", "ChangeMode": "signal", "Envvars": true})
+		}, field: tp + ".Templates[0].ChangeMode", rule: "env = true"},
+		{name: "template perms", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "Perms": "rw-r--r--"})
+		}, field: tp + ".Templates[0].Perms", rule: "octal file mode"},
+		{name: "template splay", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "Splay": -1})
+		}, field: tp + ".Templates[0].Splay", rule: "must not be negative"},
+		{name: "template wait", mut: func(m obj) {
+			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "Wait": obj{"Min": ns("10s"), "Max": ns("2s")}})
+		}, field: tp + ".Templates[0].Wait", rule: "must not be greater than max"},
 		{name: "dispatch_payload", mut: func(m obj) { tsk(m, 0, 0)["DispatchPayload"] = obj{"File": "in"} }, field: tp, rule: "dispatch_payload block is not supported"},
 		{name: "volume_mount", mut: func(m obj) { tsk(m, 0, 0)["VolumeMounts"] = list(obj{"Volume": "data", "Destination": "/data"}) }, field: tp, rule: "volume_mount block is not supported"},
 		{name: "csi_plugin", mut: func(m obj) { tsk(m, 0, 0)["CSIPluginConfig"] = obj{"ID": "ebs", "Type": "node"} }, field: tp, rule: "csi_plugin block is not supported"},
@@ -428,6 +533,8 @@ func TestBadInput(t *testing.T) {
 		})
 	}
 }
+
+func tmpl(dest, data string) obj { return obj{"DestPath": dest, "EmbeddedTmpl": data} }
 
 const minimalBatchOneGroup = `{"Job": {
 	"ID": "report",

@@ -14,6 +14,7 @@ import (
 
 	"github.com/hashicorp/nomad/api"
 
+	driverspkg "github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/drivers/catalog"
 	"github.com/drover-sched/drover/structs"
 )
@@ -344,7 +345,7 @@ func TestStopIsKept(t *testing.T) {
 
 func TestRegisterDriver(t *testing.T) {
 	const name = "test_exec"
-	RegisterDriver(name, func(config map[string]any) []*ValidationError {
+	RegisterDriver(name, func(config map[string]any, _ driverspkg.ValidateContext) []*ValidationError {
 		if _, ok := config["image"]; !ok {
 			return []*ValidationError{{Field: "image", Rule: "is required"}}
 		}
@@ -450,7 +451,7 @@ func TestValidateStructsJob(t *testing.T) {
 	bad.Multiregion = &structs.Multiregion{Regions: []*structs.MultiregionRegion{{Name: "eu"}}}
 	bad.TaskGroups[0].Tasks[0].Resources.Cores = 2
 	err := Validate(bad)
-	assertError(t, err, "Job.Type", "not supported by drover yet")
+	assertError(t, err, `Job.TaskGroups[0] "web".ReschedulePolicy`, "must not be set for system jobs")
 	assertError(t, err, "Job", "multiregion block is not supported")
 	assertError(t, err, `Job.TaskGroups[0] "web".Tasks[0] "server".Resources.Cores`, "not supported")
 	assertError(t, Validate(nil), "Job", "is missing")

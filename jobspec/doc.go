@@ -44,18 +44,19 @@
 //
 // Unsupported blocks and fields are checked on the job as submitted, before
 // Canonicalize fills some of them with defaults, and are rejected naming the
-// block and where it is (Job.TaskGroups[0] "web": network block is not
+// block and where it is (Job.TaskGroups[0] "web": service block is not
 // supported by drover yet): never ignored. When any is found, or a list holds
 // a null element, the job is rejected without further checks.
 //
 // # Field by field
 //
 // api.Job:
-//   - supported: Region, Namespace, ID, Name, Type (service, batch), Priority,
+//   - supported: Region, Namespace, ID, Name, Type (service, batch, system,
+//     sysbatch), Priority,
 //     AllAtOnce, Datacenters, NodePool, Constraints, TaskGroups, Update (merged
 //     into the groups and kept as Job.Update), Reschedule and Migrate (merged
 //     into the groups), Meta, Stop.
-//   - rejected: Type system and sysbatch, Affinities, Spreads, Multiregion,
+//   - rejected: Affinities, Spreads, Multiregion,
 //     Periodic, ParameterizedJob, UI, Dispatched, DispatchIdempotencyToken,
 //     Payload, ParentID (child jobs), ConsulNamespace, VaultNamespace,
 //     VersionTag.
@@ -71,16 +72,30 @@
 //     Reconcile only "best_score", drover's behaviour), the deprecated
 //     MaxClientDisconnect, StopAfterClientDisconnect and
 //     PreventRescheduleOnLost, ReschedulePolicy, EphemeralDisk, Update,
-//     Migrate, Meta, ShutdownDelay.
-//   - rejected: Affinities, Spreads, Volumes, Networks, Services, Scaling,
-//     Consul, MaxRunDuration.
+//     Migrate, Meta, ShutdownDelay, Networks (one block, mode host: Mode,
+//     ReservedPorts and DynamicPorts with Label, Value, To, HostNetwork
+//     "default"; MBits kept as given), MaxRunDuration (batch and sysbatch
+//     jobs only, > 0, as Nomad's).
+//   - rejected: Affinities, Spreads, Volumes, Services, Scaling, Consul;
+//     in a network block: mode bridge, none and cni/*, the
+//     dns and cni blocks, Hostname, Device, CIDR and IP (the node's),
+//     another host network, ignore_collision.
 //
 // api.Task:
 //   - supported: Name, Driver, User (for drivers that honour it),
 //     Lifecycle, Config (checked by the driver), Constraints, Env, Resources, RestartPolicy, Meta, KillTimeout,
 //     LogConfig (with the deprecated Enabled = false read as Disabled),
 //     Leader, ShutdownDelay, KillSignal (empty means SIGINT, as in Nomad).
-//   - rejected: Affinities, Services, Artifacts, Vault, Consul, Templates,
+//   - Templates: source or data, destination, change_mode (noop, restart,
+//     signal with change_signal), splay, perms, uid/gid, delimiters, env,
+//     error_on_missing_key, once, wait; see templates.go for the rules
+//     (Nomad's Template.Validate, plus the functions a template may call:
+//     tasktemplate.Check).
+//   - Artifacts: source (http or https; go-getter's other getters are
+//     refused), options (checksum checked for form and length), headers,
+//     mode, insecure, destination (inside the allocation directory);
+//     chown is refused. See artifacts.go.
+//   - rejected: Affinities, Services, Vault, Consul,
 //     DispatchPayload, VolumeMounts, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //
@@ -123,10 +138,15 @@
 //     datacenters non-empty strings; node pool name; at least one group;
 //     constraints.
 //   - group: name set, without null characters, unique; count ≥ 0; at least
-//     one task; shutdown_delay ≥ 0; restart, reschedule, ephemeral disk
-//     present; ephemeral disk ≥ 10 MiB; update only for service jobs;
-//     migrate only for service jobs; at most one leader task; task names
-//     unique; constraints.
+//     one task; shutdown_delay ≥ 0; restart, reschedule (none for system
+//     and sysbatch jobs), ephemeral disk present; ephemeral disk ≥ 10 MiB;
+//     update only for service and system jobs (no canaries for system
+//     jobs*); migrate only for service jobs; count at most 1 in system
+//     jobs; at most one leader task; task names unique; constraints.
+//   - network: at most one block*; mode host (or empty); port labels set,
+//     letters, digits, underscores and dashes*, unique in the group; static
+//     ports 1..65535 and unique; dynamic ports without a value*; to
+//     -1..65535.
 //   - disconnect: lost_after, stop_on_client_after, max_client_disconnect,
 //     stop_after_client_disconnect ≥ 0; not lost_after with
 //     stop_on_client_after, nor max_client_disconnect with

@@ -14,7 +14,10 @@ import (
 // numbers, bools, []any, map[string]any). It returns one ValidationError per
 // problem, with Field naming the config key ("command", "args[1]") relative
 // to the task's Config; jobspec prefixes the task's path.
-type DriverConfigValidator func(config map[string]any) []*ValidationError
+//
+// vc says what the config's rules may need to know of the task's group:
+// the labels of its network ports (a docker task's `ports`).
+type DriverConfigValidator func(config map[string]any, vc driverspkg.ValidateContext) []*ValidationError
 
 // RawExecDriver is the name of the built-in raw_exec driver.
 const RawExecDriver = rawexec.Name
@@ -30,12 +33,9 @@ func builtinDrivers() map[string]DriverConfigValidator {
 	out := map[string]DriverConfigValidator{}
 	for _, b := range catalog.Builtins() {
 		spec := b.Config
-		out[b.Name] = func(config map[string]any) []*ValidationError {
+		out[b.Name] = func(config map[string]any, vc driverspkg.ValidateContext) []*ValidationError {
 			var errs []*ValidationError
-			// The group's network ports are not known to drover yet
-			// (network blocks are refused), so a task naming ports is
-			// refused by its driver's rules.
-			for _, e := range spec.Validate(config, driverspkg.ValidateContext{}) {
+			for _, e := range spec.Validate(config, vc) {
 				errs = append(errs, &ValidationError{Field: e.Field, Rule: e.Rule})
 			}
 			return errs

@@ -138,3 +138,7 @@ func shortenPath(p string) string {
 	}
 	return p[:maxFieldPath/2] + "…" + p[len(p)-maxFieldPath/2:]
 }
+
+func portPath(np string, i int, label string) string {
+	return named(np, i, label)
+}

@@ -53,9 +53,9 @@ func checkInput(j *api.Job, errs *errorList) {
 	if j.Type != nil {
 		jobType = *j.Type
 	}
-	switch jobType {
-	case api.JobTypeSystem, api.JobTypeSysbatch:
-		errs.add(join(jp, "Type"), "job type %q is not supported by drover yet (only %q and %q)", jobType, api.JobTypeService, api.JobTypeBatch)
+	systemType := jobType == api.JobTypeSystem || jobType == api.JobTypeSysbatch
+	if systemType && j.Reschedule != nil {
+		errs.add(join(jp, "Reschedule"), "system and sysbatch jobs must not have a reschedule policy (their allocs are replaced on their own node)")
 	}
 	if len(j.Affinities) > 0 {
 		errs.unsupported(jp, "affinity")
@@ -97,13 +97,13 @@ func checkInput(j *api.Job, errs *errorList) {
 		errs.add(join(jp, "VersionTag"), "job version tags are not supported by drover yet")
 	}
 	checkConstraintsNotNull(j.Constraints, join(jp, "Constraints"), errs)
-	if jobType == api.JobTypeBatch {
+	if jobType == api.JobTypeBatch || jobType == api.JobTypeSysbatch {
 		if j.Update != nil {
-			errs.add(join(jp, "Update"), "update block is not allowed for batch jobs (deployments are for service jobs)")
+			errs.add(join(jp, "Update"), "update block is not allowed for %s jobs (rolling updates are for service and system jobs)", jobType)
 		}
-		if j.Migrate != nil {
-			errs.add(join(jp, "Migrate"), "migrate block is not allowed for batch jobs")
-		}
+	}
+	if j.Migrate != nil && jobType != "" && jobType != api.JobTypeService {
+		errs.add(join(jp, "Migrate"), "migrate block is not allowed for %s jobs", jobType)
 	}
 
 	for i, tg := range j.TaskGroups {
@@ -129,8 +129,8 @@ func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
 	if len(tg.Volumes) > 0 {
 		errs.unsupported(gp, "volume")
 	}
-	if len(tg.Networks) > 0 {
-		errs.unsupported(gp, "network")
+	for i, n := range tg.Networks {
+		checkNetworkInput(n, indexed(join(gp, "Networks"), i), errs)
 	}
 	if len(tg.Services) > 0 {
 		errs.unsupported(gp, "service")
@@ -141,17 +141,17 @@ func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
 	if tg.Consul != nil {
 		errs.unsupported(gp, "consul")
 	}
-	if tg.MaxRunDuration != nil {
-		errs.add(join(gp, "MaxRunDuration"), "max_run_duration is not supported by drover yet")
-	}
 	checkConstraintsNotNull(tg.Constraints, join(gp, "Constraints"), errs)
-	if jobType == api.JobTypeBatch {
+	if jobType == api.JobTypeBatch || jobType == api.JobTypeSysbatch {
 		if tg.Update != nil {
-			errs.add(join(gp, "Update"), "update block is not allowed for batch jobs (deployments are for service jobs)")
+			errs.add(join(gp, "Update"), "update block is not allowed for %s jobs (rolling updates are for service and system jobs)", jobType)
 		}
-		if tg.Migrate != nil {
-			errs.add(join(gp, "Migrate"), "migrate block is not allowed for batch jobs")
-		}
+	}
+	if tg.Migrate != nil && jobType != "" && jobType != api.JobTypeService {
+		errs.add(join(gp, "Migrate"), "migrate block is not allowed for %s jobs", jobType)
+	}
+	if (jobType == api.JobTypeSystem || jobType == api.JobTypeSysbatch) && tg.ReschedulePolicy != nil {
+		errs.add(join(gp, "ReschedulePolicy"), "system and sysbatch jobs must not have a reschedule policy (their allocs are replaced on their own node)")
 	}
 	checkDisconnectInput(tg, gp, errs)
 
@@ -224,10 +224,8 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 	}{
 		{len(t.Affinities) > 0, "affinity"},
 		{len(t.Services) > 0, "service"},
-		{len(t.Artifacts) > 0, "artifact"},
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
-		{len(t.Templates) > 0, "template"},
 		{t.DispatchPayload != nil, "dispatch_payload"},
 		{len(t.VolumeMounts) > 0, "volume_mount"},
 		{t.CSIPluginConfig != nil, "csi_plugin"},
@@ -243,6 +241,8 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 			errs.unsupported(tp, b.name)
 		}
 	}
+	checkTemplatesInput(t.Templates, tp, errs)
+	checkArtifactsInput(t.Artifacts, tp, errs)
 	if t.Kind != "" {
 		errs.add(join(tp, "Kind"), "task kind %q (Consul Connect) is not supported by drover yet", t.Kind)
 	}
@@ -266,6 +266,32 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		}
 		if r.IOPS != nil && *r.IOPS != 0 {
 			errs.add(join(rp, "IOPS"), "iops was removed from Nomad's job format and is not supported")
+		}
+	}
+}
+
+// checkNetworkInput rejects, on a group network block as given, what
+// drover's conversion does not keep: null blocks, the dns and cni blocks,
+// and ignore_collision.
+func checkNetworkInput(n *api.NetworkResource, np string, errs *errorList) {
+	if n == nil {
+		errs.add(np, "must not be null")
+		return
+	}
+	if n.DNS != nil {
+		errs.unsupported(np, "dns")
+	}
+	if n.CNI != nil {
+		errs.unsupported(np, "cni")
+	}
+	for _, ports := range []struct {
+		field string
+		list  []api.Port
+	}{{"ReservedPorts", n.ReservedPorts}, {"DynamicPorts", n.DynamicPorts}} {
+		for i, p := range ports.list {
+			if p.IgnoreCollision {
+				errs.add(join(portPath(join(np, ports.field), i, p.Label), "IgnoreCollision"), "ignore_collision is not supported by drover yet (every host port is held by one alloc at a time)")
+			}
 		}
 	}
 }
@@ -361,9 +387,31 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 	if tg.ShutdownDelay != nil {
 		out.ShutdownDelay = durationPtr(*tg.ShutdownDelay)
 	}
+	if tg.MaxRunDuration != nil {
+		out.MaxRunDuration = durationPtr(*tg.MaxRunDuration)
+	}
+	for _, n := range tg.Networks {
+		out.Networks = append(out.Networks, convertNetwork(n))
+	}
 	for _, t := range tg.Tasks {
 		out.Tasks = append(out.Tasks, convertTask(t))
 	}
+	return out
+}
+
+func convertNetwork(n *api.NetworkResource) *structs.NetworkResource {
+	out := &structs.NetworkResource{Mode: n.Mode, Device: n.Device, CIDR: n.CIDR, IP: n.IP, Hostname: n.Hostname, MBits: deref(n.MBits)}
+	convert := func(ps []api.Port) []structs.Port {
+		if ps == nil {
+			return nil
+		}
+		out := make([]structs.Port, len(ps))
+		for i, p := range ps {
+			out[i] = structs.Port{Label: p.Label, Value: p.Value, To: p.To, HostNetwork: p.HostNetwork}
+		}
+		return out
+	}
+	out.ReservedPorts, out.DynamicPorts = convert(n.ReservedPorts), convert(n.DynamicPorts)
 	return out
 }
 
@@ -381,6 +429,8 @@ func convertTask(t *api.Task) *structs.Task {
 		Leader:        t.Leader,
 		ShutdownDelay: t.ShutdownDelay,
 		KillSignal:    t.KillSignal,
+		Templates:     convertTemplates(t.Templates),
+		Artifacts:     convertArtifacts(t.Artifacts),
 	}
 	if t.Lifecycle != nil {
 		out.Lifecycle = &structs.TaskLifecycle{Hook: t.Lifecycle.Hook, Sidecar: t.Lifecycle.Sidecar}

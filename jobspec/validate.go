@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"fmt"
 	"math"
 	"reflect"
 	"regexp"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	driverspkg "github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/drivers/catalog"
 	"github.com/drover-sched/drover/structs"
 )
@@ -87,13 +89,11 @@ func validateJob(j *structs.Job, errs *errorList) {
 		errs.add(join(jp, "Namespace"), "must be 1 to 128 letters, digits or dashes (got %q)", j.Namespace)
 	}
 	switch j.Type {
-	case structs.JobTypeService, structs.JobTypeBatch:
+	case structs.JobTypeService, structs.JobTypeBatch, structs.JobTypeSystem, structs.JobTypeSysBatch:
 	case "":
-		errs.add(join(jp, "Type"), "must not be empty (%q or %q)", structs.JobTypeService, structs.JobTypeBatch)
-	case structs.JobTypeSystem, structs.JobTypeSysBatch:
-		errs.add(join(jp, "Type"), "job type %q is not supported by drover yet (only %q and %q)", j.Type, structs.JobTypeService, structs.JobTypeBatch)
+		errs.add(join(jp, "Type"), "must not be empty (%s)", jobTypeList)
 	default:
-		errs.add(join(jp, "Type"), "unknown job type %q (%q or %q)", j.Type, structs.JobTypeService, structs.JobTypeBatch)
+		errs.add(join(jp, "Type"), "unknown job type %q (%s)", j.Type, jobTypeList)
 	}
 	if j.Priority < structs.JobMinPriority || j.Priority > structs.JobMaxPriority {
 		errs.add(join(jp, "Priority"), "must be between %d and %d (got %d)", structs.JobMinPriority, structs.JobMaxPriority, j.Priority)
@@ -113,8 +113,11 @@ func validateJob(j *structs.Job, errs *errorList) {
 		validateConstraint(c, indexed(join(jp, "Constraints"), i), false, errs)
 	}
 	if j.Update != nil {
-		if j.Type == structs.JobTypeBatch {
-			errs.add(join(jp, "Update"), "update block is not allowed for batch jobs (deployments are for service jobs)")
+		if !allowsUpdate(j.Type) {
+			errs.add(join(jp, "Update"), "update block is not allowed for %s jobs (rolling updates are for service and system jobs)", j.Type)
+		}
+		if isSystem(j.Type) && j.Update.Canary > 0 {
+			errs.add(join(jp, "Update.Canary"), "canaries are not supported for system jobs by drover yet (got %d)", j.Update.Canary)
 		}
 		validateUpdate(j.Update, join(jp, "Update"), errs)
 	}
@@ -152,11 +155,22 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	if tg.Count < 0 {
 		errs.add(join(gp, "Count"), "must not be negative (got %d)", tg.Count)
 	}
+	if j.Type == structs.JobTypeSystem && tg.Count > 1 {
+		errs.add(join(gp, "Count"), "must be 0 or 1 for a system job: the system scheduler runs one alloc of the group per node (got %d)", tg.Count)
+	}
 	if len(tg.Tasks) == 0 {
 		errs.add(join(gp, "Tasks"), "must have at least one task")
 	}
 	if tg.ShutdownDelay != nil && *tg.ShutdownDelay < 0 {
 		errs.add(join(gp, "ShutdownDelay"), "must not be negative (got %v)", *tg.ShutdownDelay)
+	}
+	if d := tg.MaxRunDuration; d != nil {
+		if *d <= 0 {
+			errs.add(join(gp, "MaxRunDuration"), "must be greater than zero (got %v)", *d)
+		}
+		if j.Type != structs.JobTypeBatch && j.Type != structs.JobTypeSysBatch {
+			errs.add(join(gp, "MaxRunDuration"), "is only allowed in batch and sysbatch jobs (job type %q does not allow max_run_duration)", j.Type)
+		}
 	}
 	if tg.MaxClientDisconnect != nil && *tg.MaxClientDisconnect < 0 {
 		errs.add(join(gp, "MaxClientDisconnect"), "must not be negative (got %v)", *tg.MaxClientDisconnect)
@@ -184,9 +198,13 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	} else {
 		validateRestart(tg.RestartPolicy, join(gp, "RestartPolicy"), errs)
 	}
-	if tg.ReschedulePolicy == nil {
+	switch {
+	case isSystem(j.Type) && tg.ReschedulePolicy != nil:
+		errs.add(join(gp, "ReschedulePolicy"), "must not be set for %s jobs (their allocs are replaced on their own node)", j.Type)
+	case isSystem(j.Type):
+	case tg.ReschedulePolicy == nil:
 		errs.add(join(gp, "ReschedulePolicy"), "must be set")
-	} else {
+	default:
 		validateReschedule(tg.ReschedulePolicy, join(gp, "ReschedulePolicy"), errs)
 	}
 	if tg.EphemeralDisk == nil {
@@ -195,8 +213,11 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 		errs.add(join(gp, "EphemeralDisk.SizeMB"), "must be at least %d MiB (got %d)", MinEphemeralDiskMB, tg.EphemeralDisk.SizeMB)
 	}
 	if u := tg.Update; u != nil {
-		if j.Type == structs.JobTypeBatch {
-			errs.add(join(gp, "Update"), "update block is not allowed for batch jobs (deployments are for service jobs)")
+		if !allowsUpdate(j.Type) {
+			errs.add(join(gp, "Update"), "update block is not allowed for %s jobs (rolling updates are for service and system jobs)", j.Type)
+		}
+		if isSystem(j.Type) && u.Canary > 0 && (j.Update == nil || j.Update.Canary != u.Canary) {
+			errs.add(join(gp, "Update.Canary"), "canaries are not supported for system jobs by drover yet (got %d)", u.Canary)
 		}
 		// A group that only inherits the job's update block has had it
 		// checked at Job.Update already.
@@ -210,6 +231,8 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 		}
 		validateMigrate(m, join(gp, "Migrate"), errs)
 	}
+
+	validateNetworks(tg.Networks, join(gp, "Networks"), errs)
 
 	names := make(map[string]int)
 	var leaders []int
@@ -236,6 +259,20 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	}
 }
 
+// jobTypeList names the job types drover schedules, for messages.
+var jobTypeList = fmt.Sprintf("%q, %q, %q or %q", structs.JobTypeService, structs.JobTypeBatch, structs.JobTypeSystem, structs.JobTypeSysBatch)
+
+// isSystem reports whether jobs of type t go through the system scheduler.
+func isSystem(t string) bool {
+	return t == structs.JobTypeSystem || t == structs.JobTypeSysBatch
+}
+
+// allowsUpdate reports whether jobs of type t may have an update block
+// (Nomad: service and system).
+func allowsUpdate(t string) bool {
+	return t == structs.JobTypeService || t == structs.JobTypeSystem
+}
+
 func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp string, errs *errorList) {
 	switch {
 	case t.Name == "":
@@ -257,7 +294,7 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 		if config == nil {
 			config = map[string]any{}
 		}
-		for _, e := range validate(config) {
+		for _, e := range validate(config, driverspkg.ValidateContext{GroupPorts: groupPortLabels(tg)}) {
 			errs.add(join(join(tp, "Config"), e.Field), "%s", e.Rule)
 		}
 	}
@@ -286,6 +323,8 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 	if t.ShutdownDelay < 0 {
 		errs.add(join(tp, "ShutdownDelay"), "must not be negative (got %v)", t.ShutdownDelay)
 	}
+	validateTemplates(t.Templates, tp, errs)
+	validateArtifacts(t.Artifacts, tp, errs)
 
 	if r := t.Resources; r == nil {
 		errs.add(join(tp, "Resources"), "must be set")

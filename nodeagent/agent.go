@@ -15,6 +15,7 @@ import (
 
 	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
+	"github.com/drover-sched/drover/tasktemplate"
 )
 
 // Defaults of Config.
@@ -56,6 +57,19 @@ type Config struct {
 	// client routes, advertised in the node's HTTPAddr (optional; see
 	// SetHTTPAddr).
 	HTTPAddr string
+	// NetworkAddress is the IP address the node's allocs' ports are on
+	// (NOMAD_IP_<label>); when empty it is the first address of
+	// NetworkInterface, else the loopback address in dev mode, else the
+	// first IPv4 address of an interface that is up (Nomad's
+	// network_interface fingerprint).
+	NetworkAddress   string
+	NetworkInterface string
+	// MinDynamicPort and MaxDynamicPort bound the ports dynamic ports are
+	// picked from, inclusive (Nomad's defaults 20000 and 32000 when 0).
+	MinDynamicPort, MaxDynamicPort int
+	// ReservedPorts are host ports never given to allocs, as "22,80,
+	// 8000-8010" (Nomad's client reserved.reserved_ports).
+	ReservedPorts string
 	// DevMode is the dev agent: raw_exec is enabled by default, and a
 	// graceful shutdown stops every task (otherwise tasks keep running
 	// under their supervisors for the next agent to re-attach).
@@ -148,6 +162,11 @@ type Agent struct {
 	// for the stats routes.
 	cpu  cpuSamples
 	host hostSampler
+
+	// services answers templates' nomadService and nomadServices; nil
+	// until drover has a service registry (the job parser refuses those
+	// functions meanwhile).
+	services tasktemplate.ServiceLookup
 }
 
 // New validates cfg, fills its defaults, loads (or creates) the node ID in
@@ -200,6 +219,9 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 	}
 	if cfg.EnabledDrivers == nil {
 		cfg.EnabledDrivers = DefaultDrivers(cfg.DevMode)
+	}
+	if err := checkNetworkConfig(&cfg); err != nil {
+		return nil, fmt.Errorf("nodeagent: %w", err)
 	}
 	ds, err := newDrivers(&cfg)
 	if err != nil {
@@ -279,6 +301,10 @@ func (a *Agent) refreshNode() error {
 	if err != nil {
 		return err
 	}
+	reserved, err := fingerprintNetwork(&a.cfg, attrs, res)
+	if err != nil {
+		return err
+	}
 	name := a.cfg.NodeName
 	if name == "" {
 		name = attrs["unique.hostname"]
@@ -294,6 +320,7 @@ func (a *Agent) refreshNode() error {
 		HTTPAddr:              a.httpAddr(),
 		Attributes:            attrs,
 		NodeResources:         res,
+		ReservedResources:     reserved,
 		Meta:                  meta,
 		NodeClass:             a.cfg.NodeClass,
 		NodePool:              a.cfg.NodePool,

@@ -59,6 +59,11 @@ type allocRunner struct {
 	// forceStop makes a destroy kill poststop tasks too instead of running
 	// them (the dev agent's shutdown).
 	forceStop bool
+	// maxRunExceeded: the alloc ran past its group's max_run_duration
+	// and was stopped; it reports complete with that reason.
+	maxRunExceeded bool
+	// receivedAt is when this node first received the alloc.
+	receivedAt time.Time
 
 	// Only the run goroutine touches these.
 	restored    *restoredAlloc
@@ -88,7 +93,8 @@ func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
 		gates:     newLifecycleGates(),
 		failEvent: func(reason string) *structs.TaskEvent { return setupFailureEvent(fmt.Errorf("%s", reason)) },
 	}
-	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, newHealthHook(ar)}
+	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, newHealthHook(ar), newMaxRunDurationHook(ar)}
+	ar.receivedAt = time.Now()
 	return ar
 }
 
@@ -123,7 +129,11 @@ func (a *Agent) restoreAllocRunner(ra *restoredAlloc) *allocRunner {
 	}
 	ar := a.baseAllocRunner(alloc)
 	ar.restored = ra
+	if ra.Immutable != nil && !ra.Immutable.CreatedAt.IsZero() {
+		ar.receivedAt = ra.Immutable.CreatedAt
+	}
 	if m := ra.Mutable; m != nil {
+		ar.maxRunExceeded = m.MaxRunDurationExceeded
 		saved := *m
 		saved.SavedAt = time.Time{}
 		ar.lastMutable, _ = json.Marshal(&saved)
@@ -588,6 +598,12 @@ func (ar *allocRunner) applyUpdate() {
 	if upd.ServerTerminalStatus() {
 		ar.logger.Info("allocation stopped by the server", zap.String("desired_status", upd.DesiredStatus))
 		ar.stopAll()
+		return
+	}
+	if upd.Job != nil && upd.Job.LookupTaskGroup(upd.TaskGroup) != nil {
+		for _, tr := range ar.taskList() {
+			tr.Update(upd)
+		}
 	}
 }
 
@@ -674,7 +690,11 @@ func (ar *allocRunner) updateGates() {
 // main and ephemeral lifecycle tasks; once they are dead the sidecars.
 // Poststop tasks are left to run once the others are dead, unless the
 // stop is forced. It does not wait.
-func (ar *allocRunner) stopAll() {
+func (ar *allocRunner) stopAll() { ar.stopAllWith(nil) }
+
+// stopAllWith is stopAll with event (when set) making the event each task
+// records first, naming why it is killed.
+func (ar *allocRunner) stopAllWith(event func() *structs.TaskEvent) {
 	ar.mu.Lock()
 	if ar.stopping {
 		ar.mu.Unlock()
@@ -699,7 +719,11 @@ func (ar *allocRunner) stopAll() {
 	}
 	kill := func(trs []*taskRunner) {
 		for _, tr := range trs {
-			tr.Kill(nil)
+			if event != nil {
+				tr.Kill(event())
+			} else {
+				tr.Kill(nil)
+			}
 		}
 		for _, tr := range trs {
 			<-tr.WaitCh()
@@ -776,6 +800,9 @@ func (ar *allocRunner) snapshot() (*structs.Allocation, allocMutableState) {
 		}
 	}
 	status, desc := clientStatus(states)
+	if ar.maxRunExceeded && status == structs.AllocClientStatusComplete {
+		desc = AllocTimeoutReasonMaxRunDuration
+	}
 	if ar.failReason != "" {
 		status, desc = structs.AllocClientStatusFailed, ar.failReason
 	}
@@ -818,12 +845,13 @@ func (ar *allocRunner) snapshot() (*structs.Allocation, allocMutableState) {
 		snap.DeploymentID = ar.alloc.DeploymentID
 	}
 	mutable := allocMutableState{
-		ClientStatus:      status,
-		ClientDescription: desc,
-		DeploymentStatus:  ds,
-		FailReason:        ar.failReason,
-		FailedAt:          ar.failedAt,
-		Health:            health,
+		ClientStatus:           status,
+		ClientDescription:      desc,
+		DeploymentStatus:       ds,
+		FailReason:             ar.failReason,
+		FailedAt:               ar.failedAt,
+		Health:                 health,
+		MaxRunDurationExceeded: ar.maxRunExceeded,
 	}
 	return snap, mutable
 }

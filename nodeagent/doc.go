@@ -18,8 +18,13 @@
 // or at healthy_deadline; each report names the deployment its health is
 // for). Lifecycle tasks (prestart, poststart, poststop,
 // sidecars) wait at gates the alloc runner opens from the task states.
-// The agent garbage-collects terminal allocs (see gc.go) and serves task
-// logs (StreamLogs).
+// The agent garbage-collects terminal allocs (see gc.go) and answers
+// Nomad's client routes for its allocs: task logs (StreamLogs), restart
+// and signal (alloc_ops.go: a user's restart stops the task and starts it
+// again at once, counted in Restarts without using a policy attempt),
+// exec through the driver (drivers.ExecStreamer for live streams and a
+// terminal), task and host stats (alloc_stats.go, host_stats.go) and the
+// alloc dir's files, confined to it (allocfs.go).
 //
 // Every task runs through its driver (package drivers: one interface that
 // owns a task's whole life — start, wait, stop, destroy, recover, signal,
@@ -36,6 +41,20 @@
 // and nothing that happens while the agent is down is lost. Drivers are
 // fingerprinted again every DriverFingerprintInterval; a change
 // re-registers the node.
+//
+// # Ports
+//
+// The node fingerprints its host network (network.go): the address its
+// allocs' ports are on (Config.NetworkAddress or NetworkInterface; the
+// loopback in dev mode), the dynamic port range (Nomad's 20000–32000 by
+// default) and its reserved ports, which the scheduler honours. A task of
+// a group with a network block gets the alloc's ports in two forms: in its
+// environment as Nomad sets them (NOMAD_PORT_<label>, NOMAD_HOST_PORT_,
+// NOMAD_ALLOC_PORT_, NOMAD_IP_, NOMAD_HOST_IP_, NOMAD_ADDR_,
+// NOMAD_HOST_ADDR_; see setPorts in taskenv.go), and, for its driver, as
+// drivers.TaskConfig.Ports: the alloc's AllocatedResources.Shared.Ports
+// (label, host port Value, HostIP, and To, the port inside the task a
+// mapping driver such as docker publishes it on; To <= 0 means Value).
 //
 // Local state lives in a bbolt file, <data dir>/client/state.db: per
 // allocation the allocation itself (rewritten only when the control plane

@@ -24,6 +24,8 @@ func newTaskEvent(typ string) *structs.TaskEvent {
 		ev.DisplayMessage = "Task successfully killed"
 	case structs.TaskLeaderDead:
 		ev.DisplayMessage = "Leader Task in Group dead"
+	case structs.TaskDownloadingArtifacts:
+		ev.DisplayMessage = "Client is downloading artifacts"
 	}
 	return ev
 }
@@ -167,6 +169,47 @@ func restoreFailedEvent(reason string) *structs.TaskEvent {
 	ev.FailsTask = true
 	ev.Details["fails_task"] = "true"
 	ev.DisplayMessage = reason
+	return ev
+}
+
+// templateRestartEvent records a restart a template's change_mode asked
+// for (Nomad's "Restart Signaled").
+func templateRestartEvent() *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskRestartSignal)
+	ev.RestartReason = templateReason
+	ev.Details["restart_reason"] = templateReason
+	ev.DisplayMessage = templateReason
+	return ev
+}
+
+// templateSignalEvent records a template's change_signal (Nomad's
+// "Signaling", "Template re-rendered").
+func templateSignalEvent(sig string) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskSignaling)
+	ev.TaskSignal = sig
+	ev.TaskSignalReason = "Template re-rendered"
+	ev.Details["signal"] = sig
+	ev.DisplayMessage = "Template re-rendered"
+	return ev
+}
+
+// templateFailedEvent kills and fails a task whose template no longer
+// renders (Nomad's "Template failed").
+func templateFailedEvent(err error) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskKilling)
+	ev.FailsTask = true
+	ev.KillReason = "Template failed: " + err.Error()
+	ev.Details["fails_task"] = "true"
+	ev.Details["kill_reason"] = ev.KillReason
+	ev.DisplayMessage = ev.KillReason
+	return ev
+}
+
+// hookMessageEvent is a message from a task hook.
+func hookMessageEvent(msg string) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskHookMessage)
+	ev.Message = msg
+	ev.DisplayMessage = msg
 	return ev
 }
 

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/drover-sched/drover/drivers"
 	execdriver "github.com/drover-sched/drover/drivers/exec"
 	"github.com/drover-sched/drover/structs"
 )
@@ -103,4 +104,45 @@ func TestExecTaskReattachesAfterAgentRestart(t *testing.T) {
 		}
 	}
 	waitFor(t, 5*time.Second, "no process left", func() bool { return len(procsReferencing(dir)) == 0 })
+}
+
+// TestExecDriverExecStreamsInTheTaskChroot: a command exec'd into an exec
+// task runs inside its chroot as its user, with stdin passed on and a
+// terminal when asked.
+func TestExecDriverExecStreamsInTheTaskChroot(t *testing.T) {
+	requireExec(t)
+	dir := t.TempDir()
+	guardProcesses(t, dir)
+	cp := newFakeCP()
+	cfg := testConfig(t, dir)
+	cfg.EnabledDrivers = []string{execdriver.Name}
+	ta := startAgent(t, cp, cfg)
+	alloc := testAlloc(testJob(structs.JobTypeService, execTask("box", "echo marker > /local/here; sleep 300")))
+	cp.addAlloc(alloc)
+	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	t.Cleanup(func() {
+		cp.stopAlloc(alloc.ID)
+		cp.waitReport(t, alloc.ID, "stopped", func(a *structs.Allocation) bool { return a.TerminalStatus() })
+	})
+	var out strings.Builder
+	waitFor(t, 10*time.Second, "the task's file", func() bool {
+		_, err := os.Stat(filepath.Join(ta.AllocDir(alloc.ID).TaskDir("box").LocalDir, "here"))
+		return err == nil
+	})
+	code, err := ta.ExecAlloc(context.Background(), alloc.ID, "box", &drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", `read l; echo "$l"; cat /local/here; id -u; pwd`},
+		Stdin:   strings.NewReader("hi\n"), Stdout: &out, Stderr: &out,
+	})
+	if err != nil || code != 0 {
+		t.Fatalf("exec: %d %v\n%s", code, err, out.String())
+	}
+	if got := out.String(); got != "hi\nmarker\n65534\n/\n" {
+		t.Fatalf("exec output %q (want stdin, the task's file, nobody's uid, the chroot's /)", got)
+	}
+	var tty strings.Builder
+	code, err = ta.ExecAlloc(context.Background(), alloc.ID, "box", &drivers.ExecOptions{
+		Command: []string{"/bin/sh", "-c", `test -t 1 && echo tty`}, Tty: true, Stdout: &tty})
+	if err != nil || code != 0 || !strings.Contains(tty.String(), "tty") {
+		t.Fatalf("tty exec: %d %v %q", code, err, tty.String())
+	}
 }

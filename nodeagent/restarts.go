@@ -56,7 +56,7 @@ type restartTracker struct {
 }
 
 func newRestartTracker(policy *structs.RestartPolicy, jobType string, clock Clock) *restartTracker {
-	batch := jobType == structs.JobTypeBatch
+	batch := jobType == structs.JobTypeBatch || jobType == structs.JobTypeSysBatch
 	p := defaultServiceRestartPolicy
 	if batch {
 		p = defaultBatchRestartPolicy

@@ -60,6 +60,9 @@ type allocMutableState struct {
 	FailedAt time.Time `json:",omitempty"`
 	// Health is the deployment health verdict, once reached.
 	Health *allocHealth `json:",omitempty"`
+	// MaxRunDurationExceeded: the alloc was stopped for running past its
+	// group's max_run_duration.
+	MaxRunDurationExceeded bool `json:",omitempty"`
 	// SavedAt is when this record was written.
 	SavedAt time.Time `json:",omitempty"`
 }

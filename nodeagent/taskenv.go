@@ -1,6 +1,7 @@
 package nodeagent
 
 import (
+	"net"
 	"os"
 	"sort"
 	"strconv"
@@ -119,6 +120,7 @@ func buildTaskEnv(alloc *structs.Allocation, task *structs.Task, ad AllocDir, td
 		setMeta(set, group.Meta)
 	}
 	setMeta(set, task.Meta)
+	setPorts(vars, alloc.AllocatedResources)
 	if r := task.Resources; r != nil {
 		set(envCPULimit, strconv.Itoa(r.CPU))
 		set(envMemoryLimit, strconv.Itoa(r.MemoryMB))
@@ -142,6 +144,48 @@ func buildTaskEnv(alloc *structs.Allocation, task *structs.Task, ad AllocDir, td
 		vars[k] = v
 	}
 	return env
+}
+
+// setPorts sets the variables of the alloc's group network ports, as Nomad
+// does for host networking: for each port labelled L (non-alphanumerics
+// in L become underscores), NOMAD_IP_L and NOMAD_HOST_IP_L (the node's
+// address), NOMAD_HOST_PORT_L (the host port), NOMAD_PORT_L and
+// NOMAD_ALLOC_PORT_L (the port the task listens on: the mapped port `to`
+// when set, else the host port), NOMAD_ADDR_L and NOMAD_HOST_ADDR_L
+// (address:host port). Ports given only as the alloc's network (no port
+// mappings) get NOMAD_PORT_L and NOMAD_HOST_PORT_L, as Nomad's fallback.
+func setPorts(vars map[string]string, ar *structs.AllocatedResources) {
+	if ar == nil {
+		return
+	}
+	if len(ar.Shared.Ports) == 0 {
+		for _, n := range ar.Shared.Networks {
+			for _, p := range append(append([]structs.Port(nil), n.ReservedPorts...), n.DynamicPorts...) {
+				l, port := structs.EnvLabel(p.Label), strconv.Itoa(p.Value)
+				vars["NOMAD_PORT_"+l] = port
+				if p.To > 0 {
+					vars["NOMAD_PORT_"+l] = strconv.Itoa(p.To)
+				}
+				vars["NOMAD_HOST_PORT_"+l] = port
+			}
+		}
+		return
+	}
+	for _, p := range ar.Shared.Ports {
+		l, host := structs.EnvLabel(p.Label), strconv.Itoa(p.Value)
+		inTask := host
+		if p.To > 0 {
+			inTask = strconv.Itoa(p.To)
+		}
+		addr := net.JoinHostPort(p.HostIP, host)
+		vars["NOMAD_IP_"+l] = p.HostIP
+		vars["NOMAD_HOST_IP_"+l] = p.HostIP
+		vars["NOMAD_ADDR_"+l] = addr
+		vars["NOMAD_HOST_ADDR_"+l] = addr
+		vars["NOMAD_PORT_"+l] = inTask
+		vars["NOMAD_ALLOC_PORT_"+l] = inTask
+		vars["NOMAD_HOST_PORT_"+l] = host
+	}
 }
 
 // setMeta sets META_<key> for each meta entry, as written and upper-cased.

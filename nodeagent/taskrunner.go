@@ -47,9 +47,11 @@ type taskRunner struct {
 
 	// drv is the task's driver; env is the environment the prestart
 	// hooks built.
-	drv        drivers.Driver
-	env        *taskEnv
-	prestarted bool
+	drv drivers.Driver
+	env *taskEnv
+	// latest is the alloc as last received from the server (in-place
+	// updates change its job); prestart hooks are built from it.
+	latest *structs.Allocation
 
 	// restoredHandle is the handle persisted by an earlier agent, to
 	// re-attach to.
@@ -62,9 +64,12 @@ type taskRunner struct {
 	killCh    chan struct{}
 	killEvent *structs.TaskEvent
 
-	// restartCh carries a user's restart request (its "Restart
-	// Signaled" event) to the running launch's watch.
-	restartCh chan *structs.TaskEvent
+	// restartCh carries a restart request (a user's, or a template's
+	// change_mode) to the running launch's watch.
+	restartCh chan restartRequest
+	// restartReason is the reason of the restart being carried out
+	// (only the run goroutine touches it).
+	restartReason string
 
 	waitCh chan struct{}
 }
@@ -97,11 +102,60 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h
 		restoredHandle: h,
 		handle:         h,
 		killCh:         make(chan struct{}),
-		restartCh:      make(chan *structs.TaskEvent, 1),
+		restartCh:      make(chan restartRequest, 1),
+		latest:         alloc,
 		waitCh:         make(chan struct{}),
 	}
-	tr.hooks = []taskHook{&taskDirHook{}, &taskEnvHook{}}
+	tr.hooks = tr.initHooks()
 	return tr
+}
+
+// restartRequest is one asked-for restart: the event recorded first
+// ("Restart Signaled") and the reason of the Restarting event.
+type restartRequest struct {
+	event  *structs.TaskEvent
+	reason string
+}
+
+// initHooks builds the task's hook list, adding a hook only when the task
+// uses its feature: the task dir and environment always, then artifacts
+// (fetched before templates, which may read them), templates.
+func (tr *taskRunner) initHooks() []taskHook {
+	hooks := []taskHook{&taskDirHook{}, &taskEnvHook{}}
+	if len(tr.task.Artifacts) > 0 {
+		hooks = append(hooks, newArtifactHook(tr.logger))
+	}
+	if len(tr.task.Templates) > 0 {
+		hooks = append(hooks, newTemplateHook(tr.logger, tr, tr.agent.services))
+	}
+	return hooks
+}
+
+// Alloc returns the alloc as last received.
+func (tr *taskRunner) Alloc() *structs.Allocation {
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	return tr.latest
+}
+
+// Update hands the task runner a newer version of its alloc (an in-place
+// update): the update hooks see it, and the next start is prepared from
+// it.
+func (tr *taskRunner) Update(alloc *structs.Allocation) {
+	tr.mu.Lock()
+	tr.latest = alloc
+	tr.mu.Unlock()
+	task := tr.task
+	if tg := alloc.Job.LookupTaskGroup(alloc.TaskGroup); tg != nil {
+		if t := tg.LookupTask(tr.task.Name); t != nil {
+			task = t
+		}
+	}
+	for _, h := range tr.hooks {
+		if p, ok := h.(taskUpdateHook); ok {
+			p.Update(alloc, task)
+		}
+	}
 }
 
 // State returns a copy of the task's state.
@@ -253,13 +307,23 @@ func (tr *taskRunner) run(ctx context.Context) {
 				tr.finishKilled(nil)
 				return
 			}
-			if !tr.prestarted {
-				if err := tr.prestart(); err != nil {
+			if err := tr.prestart(); err != nil {
+				var he *hookError
+				if !errors.As(err, &he) || !he.recoverable {
 					tr.logger.Error("task setup failed", zap.Error(err))
 					tr.update(structs.TaskStateDead, setupFailureEvent(err))
 					return
 				}
-				tr.prestarted = true
+				// A failure a retry may cure (an artifact download):
+				// its event, then the restart policy, as Nomad's
+				// recoverable hook errors.
+				tr.logger.Error("task prestart failed", zap.Error(err))
+				tr.update("", he.event)
+				dec, delay, reason := tr.restarts.next(false, false)
+				if !tr.afterRun(ctx, dec, delay, reason) {
+					return
+				}
+				continue
 			}
 			if err := tr.start(ctx); err != nil {
 				if ctx.Err() != nil {
@@ -284,15 +348,15 @@ func (tr *taskRunner) run(ctx context.Context) {
 		case outcomeKilled:
 			return
 		case outcomeRestart:
-			// A user's restart: counted as a restart (Restarts, the
-			// Restarting event), without using the policy's attempts
-			// or waiting its delay, as Nomad's.
+			// An asked-for restart: counted as a restart (Restarts,
+			// the Restarting event), without using the policy's
+			// attempts or waiting its delay, as Nomad's.
 			tr.releaseLaunch(false)
 			if ex != nil {
 				tr.update("", terminatedEvent(ex))
 			}
-			tr.logger.Info("restarting task on request")
-			tr.update(structs.TaskStatePending, restartingEvent(ReasonUserRestart, 0))
+			tr.logger.Info("restarting task on request", zap.String("reason", tr.restartReason))
+			tr.update(structs.TaskStatePending, restartingEvent(tr.restartReason, 0))
 			continue
 		}
 		tr.releaseLaunch(false)
@@ -378,7 +442,7 @@ func (tr *taskRunner) prestart() error {
 	}
 	tr.drv = d
 	req := &taskPrestartRequest{
-		Alloc:        tr.alloc,
+		Alloc:        tr.Alloc(),
 		Task:         tr.task,
 		AllocDir:     tr.allocDir,
 		TaskDir:      tr.taskDir,
@@ -386,6 +450,7 @@ func (tr *taskRunner) prestart() error {
 		Capabilities: d.Capabilities(),
 		HostEnv:      agentEnviron(),
 		Emit:         func(ev *structs.TaskEvent) { tr.update("", ev) },
+		Done:         tr.waitCh,
 	}
 	resp := &taskPrestartResponse{}
 	for _, h := range tr.hooks {
@@ -444,6 +509,9 @@ func (tr *taskRunner) taskConfig(id string) *drivers.TaskConfig {
 		cfg.Resources = drivers.Resources{CPU: r.CPU, MemoryMB: r.MemoryMB, MemoryMaxMB: r.MemoryMaxMB}
 	}
 	cfg.Logs.MaxFiles, cfg.Logs.MaxFileBytes, cfg.Logs.Disabled = logSettings(tr.task)
+	if ar := tr.alloc.AllocatedResources; ar != nil && len(ar.Shared.Ports) > 0 {
+		cfg.Ports = append([]structs.AllocatedPortMapping(nil), ar.Shared.Ports...)
+	}
 	cfg.Events = func(msg string) { tr.update("", driverMessageEvent(msg)) }
 	return cfg
 }
@@ -502,8 +570,9 @@ func (tr *taskRunner) watch(ctx context.Context) (*drivers.ExitResult, watchOutc
 	case <-tr.killCh:
 		tr.finishKilled(tr.killTask(exitCh, tr.takeKillEvent()))
 		return nil, outcomeKilled
-	case ev := <-tr.restartCh:
-		return tr.killTask(exitCh, ev), outcomeRestart
+	case req := <-tr.restartCh:
+		tr.restartReason = req.reason
+		return tr.killTask(exitCh, req.event), outcomeRestart
 	case <-ctx.Done():
 		return nil, outcomeDetached
 	}
@@ -514,11 +583,16 @@ func (tr *taskRunner) watch(ctx context.Context) (*drivers.ExitResult, watchOutc
 // at once. It does not wait. A task that is not running is an error
 // wrapping fs.ErrInvalid.
 func (tr *taskRunner) Restart(ev *structs.TaskEvent) error {
+	return tr.restartFor(ev, ReasonUserRestart)
+}
+
+// restartFor is Restart with the reason its Restarting event gives.
+func (tr *taskRunner) restartFor(ev *structs.TaskEvent, reason string) error {
 	if tr.State().State != structs.TaskStateRunning || tr.killRequested() || tr.handleID() == "" {
 		return fmt.Errorf("task %q is not running: %w", tr.task.Name, fs.ErrInvalid)
 	}
 	select {
-	case tr.restartCh <- ev:
+	case tr.restartCh <- restartRequest{event: ev, reason: reason}:
 	default: // one pending request is enough
 	}
 	return nil
@@ -528,6 +602,11 @@ func (tr *taskRunner) Restart(ev *structs.TaskEvent) error {
 // Signaling event. A task that is not running is an error wrapping
 // fs.ErrInvalid.
 func (tr *taskRunner) Signal(sig string) error {
+	return tr.signalWith(sig, signalingEvent(sig))
+}
+
+// signalWith is Signal recording ev as the Signaling event.
+func (tr *taskRunner) signalWith(sig string, ev *structs.TaskEvent) error {
 	id := tr.handleID()
 	if tr.State().State != structs.TaskStateRunning || id == "" || tr.drv == nil {
 		return fmt.Errorf("task %q is not running: %w", tr.task.Name, fs.ErrInvalid)
@@ -535,7 +614,7 @@ func (tr *taskRunner) Signal(sig string) error {
 	if !tr.drv.Capabilities().SendSignals {
 		return fmt.Errorf("task %q: driver %s cannot send signals: %w", tr.task.Name, tr.drv.Name(), fs.ErrInvalid)
 	}
-	tr.update("", signalingEvent(sig))
+	tr.update("", ev)
 	if err := tr.drv.Signal(id, sig); err != nil {
 		return fmt.Errorf("signal task %q: %w", tr.task.Name, err)
 	}
@@ -579,7 +658,14 @@ func (tr *taskRunner) killTask(exitCh <-chan *drivers.ExitResult, pre *structs.T
 		case <-time.After(delay):
 		}
 	}
-	tr.update("", pre, killingEvent(drivers.SignalName(sig), timeout))
+	kev := killingEvent(drivers.SignalName(sig), timeout)
+	if pre != nil && pre.Type == structs.TaskKilling {
+		// The reason is itself a Killing event (max_run_duration): one
+		// event, with the reason as its message, as Nomad's.
+		pre.KillTimeout, pre.Details["kill_timeout"] = kev.KillTimeout, kev.Details["kill_timeout"]
+		pre, kev = nil, pre
+	}
+	tr.update("", pre, kev)
 	tr.logger.Info("killing task", zap.String("signal", drivers.SignalName(sig)), zap.Duration("kill_timeout", timeout))
 	if err := tr.drv.Stop(context.Background(), tr.handleID(), timeout, signal); err != nil {
 		tr.logger.Error("stop task", zap.Error(err))

@@ -7,9 +7,14 @@ import (
 
 // A task's life, as the task runner drives it through its driver:
 //
-//	received ─▶ prestart hooks (task dir, environment)
+//	received ─▶ prestart hooks (task dir, environment, artifacts,
+//	            templates; before every start: each hook does its work
+//	            once and hands back its result again on a restart)
 //	    ─▶ driver.Start ─▶ poststart hooks ─▶ driver.Wait ─▶ exited hooks
-//	    ─▶ restart policy: again (driver.Start) or dead
+//	    ─▶ restart policy: again (prestart, driver.Start) or dead
+//	    (a recoverable prestart failure goes to the restart policy too)
+//	in-place alloc update ─▶ update hooks (templates re-render; their
+//	    change_mode restarts or signals the running task)
 //	kill: shutdown delay ─▶ driver.Stop (signal, kill after the timeout)
 //	    ─▶ stop hooks ─▶ dead
 //	agent restart: driver.Recover(handle) ─▶ driver.Wait ...
@@ -36,6 +41,9 @@ type taskPrestartRequest struct {
 	HostEnv []string
 	// Emit records a task event.
 	Emit func(*structs.TaskEvent)
+	// Done is closed when the task runner is done (the task is dead, or
+	// the agent stopped watching it): goroutines a hook starts end then.
+	Done <-chan struct{}
 }
 
 // taskPrestartResponse is what prestart hooks hand back.
@@ -49,6 +57,28 @@ type taskPrestartResponse struct {
 type taskPrestartHook interface {
 	taskHook
 	Prestart(req *taskPrestartRequest, resp *taskPrestartResponse) error
+}
+
+// hookError is a prestart failure with the task event that reports it;
+// a recoverable one goes to the task's restart policy instead of failing
+// the task at once (Nomad's recoverable hook errors).
+type hookError struct {
+	err         error
+	event       *structs.TaskEvent
+	recoverable bool
+}
+
+func (e *hookError) Error() string { return e.err.Error() }
+
+// Unwrap returns the underlying error.
+func (e *hookError) Unwrap() error { return e.err }
+
+// taskUpdateHook is told of an in-place update of the task's alloc, with
+// the task as the new job version has it. It runs on the alloc runner's
+// goroutine and must not block.
+type taskUpdateHook interface {
+	taskHook
+	Update(alloc *structs.Allocation, task *structs.Task)
 }
 
 // taskPoststartHook runs after each start, with the launch's handle.
@@ -70,14 +100,18 @@ type taskStopHook interface {
 	Stop(task *structs.Task) error
 }
 
-// taskDirHook builds the task's directories.
-type taskDirHook struct{}
+// taskDirHook builds the task's directories (its event only the first
+// time: on restarts the build only repairs).
+type taskDirHook struct{ built bool }
 
 func (*taskDirHook) Name() string { return "task_dir" }
 
-func (*taskDirHook) Prestart(req *taskPrestartRequest, _ *taskPrestartResponse) error {
-	req.Emit(newTaskEvent(structs.TaskSetup))
+func (h *taskDirHook) Prestart(req *taskPrestartRequest, _ *taskPrestartResponse) error {
+	if !h.built {
+		req.Emit(newTaskEvent(structs.TaskSetup))
+	}
 	_, err := req.AllocDir.BuildTask(req.Task.Name)
+	h.built = err == nil
 	return err
 }
 

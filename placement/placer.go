@@ -1,6 +1,7 @@
 package placement
 
 import (
+	"math/rand/v2"
 	"slices"
 	"strings"
 
@@ -8,10 +9,20 @@ import (
 )
 
 // NodeCandidate is a node with what its allocations already hold (CPU MHz,
-// memory and disk MiB).
+// memory and disk MiB, and host ports, sorted).
 type NodeCandidate struct {
-	Node *structs.Node
-	Used structs.ComparableResources
+	Node  *structs.Node
+	Used  structs.ComparableResources
+	Ports []int
+}
+
+// Option is a placement made: the node, and for a group with a network
+// block the network and ports the alloc holds there (its
+// AllocatedResources.Shared.Networks and Ports).
+type Option struct {
+	Node     *structs.Node
+	Networks []*structs.NetworkResource
+	Ports    []structs.AllocatedPortMapping
 }
 
 // Options tune a Placer.
@@ -70,6 +81,8 @@ type Placer struct {
 	// properties count live allocs per value of each distinct_property
 	// target.
 	properties []*propertyCount
+	// rng draws dynamic ports (network.go); nil until first used.
+	rng *rand.Rand
 }
 
 type nodeState struct {
@@ -85,6 +98,18 @@ type nodeState struct {
 	// anti-affinity and distinct_hosts; jobAllocs counts all of them.
 	groupAllocs []int32
 	jobAllocs   int
+	// heldPorts are the host ports the node's allocs held when the plan
+	// began; ports is the node's port book (network.go), nil until a
+	// group with a network looks at the node.
+	heldPorts []int
+	ports     *nodePorts
+}
+
+// Eligible reports whether node n may take placements of job: ready
+// (status ready, eligible, not draining), in the job's node pool and one
+// of its datacenters. The system scheduler asks it of every node.
+func Eligible(job *structs.Job, n *structs.Node) bool {
+	return n.Ready() && inNodePool(n, job.NodePool) && inDatacenters(n.Datacenter, job.Datacenters)
 }
 
 // NewPlacer prepares placement of job's groups over nodes. live are the
@@ -105,7 +130,7 @@ func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocati
 	p.nodes = make([]*nodeState, len(nodes))
 	for i, c := range nodes {
 		ns := &states[i]
-		*ns = nodeState{node: c.Node, capacity: c.Node.Capacity(), used: c.Used, class: -1,
+		*ns = nodeState{node: c.Node, capacity: c.Node.Capacity(), used: c.Used, class: -1, heldPorts: c.Ports,
 			groupAllocs: counts[i*len(job.TaskGroups) : (i+1)*len(job.TaskGroups)]}
 		p.nodes[i] = ns
 		p.byID[c.Node.ID] = ns
@@ -161,6 +186,7 @@ func (p *Placer) Release(a *structs.Allocation) {
 		return
 	}
 	ns.used = ns.used.Sub(a.AllocatedResources.Comparable())
+	p.releasePorts(ns, a)
 	p.count(ns, a.TaskGroup, -1)
 }
 
@@ -172,6 +198,7 @@ func (p *Placer) Reserve(a *structs.Allocation) {
 		return
 	}
 	ns.used = ns.used.Add(a.AllocatedResources.Comparable())
+	p.reservePorts(ns, a)
 	p.count(ns, a.TaskGroup, 1)
 }
 
@@ -183,6 +210,16 @@ func (p *Placer) Reserve(a *structs.Allocation) {
 // node-reschedule-penalty). It returns nil and the metrics explaining why
 // when no node fits.
 func (p *Placer) Place(tg *structs.TaskGroup, preferNode string, penalize map[string]bool) (*structs.Node, *structs.AllocMetric) {
+	opt, m := p.PlaceAlloc(tg, preferNode, penalize)
+	if opt == nil {
+		return nil, m
+	}
+	return opt.Node, m
+}
+
+// PlaceAlloc is Place returning the whole option: the node and, for a
+// group with a network block, the ports taken there.
+func (p *Placer) PlaceAlloc(tg *structs.TaskGroup, preferNode string, penalize map[string]bool) (*Option, *structs.AllocMetric) {
 	g := p.group(tg)
 	m := p.newMetric()
 	var top topScores
@@ -206,9 +243,51 @@ func (p *Placer) Place(tg *structs.TaskGroup, preferNode string, penalize map[st
 	if pick == nil {
 		return nil, m
 	}
-	pick.used = pick.used.Add(g.ask)
-	p.count(pick, tg.Name, 1)
-	return pick.node, m
+	return p.take(g, pick), m
+}
+
+// Resources is what an alloc of tg placed by this option holds: the
+// group's resources, with the option's network and ports.
+func (o *Option) Resources(tg *structs.TaskGroup) *structs.AllocatedResources {
+	ar := structs.AllocatedResourcesFor(tg)
+	ar.Shared.Networks, ar.Shared.Ports = o.Networks, o.Ports
+	return ar
+}
+
+// PlaceOn tries one alloc of tg on the node nodeID alone, as Nomad's
+// system scheduler places on each node: feasibility, room and ports there,
+// nothing else. It returns nil and the metrics (NodesFiltered: the node is
+// infeasible; NodesExhausted: it lacks room or ports) when the alloc does
+// not go there; a node that is not a candidate (not ready, or outside the
+// job's pool and datacenters) counts as filtered.
+func (p *Placer) PlaceOn(tg *structs.TaskGroup, nodeID string) (*Option, *structs.AllocMetric) {
+	g := p.group(tg)
+	m := p.newMetric()
+	ns := p.byID[nodeID]
+	if ns == nil || !ns.candidate {
+		m.NodesEvaluated++
+		m.NodesFiltered++
+		return nil, m
+	}
+	var top topScores
+	s, ok := p.consider(g, ns, nil, m)
+	if !ok {
+		return nil, m
+	}
+	top.add(s)
+	m.ScoreMetaData = top.meta()
+	return p.take(g, ns), m
+}
+
+// take reserves an alloc of g on ns: its resources, its ports, its counts.
+func (p *Placer) take(g *groupPlan, ns *nodeState) *Option {
+	ns.used = ns.used.Add(g.ask)
+	p.count(ns, g.tg.Name, 1)
+	opt := &Option{Node: ns.node}
+	if g.ports != nil {
+		opt.Networks, opt.Ports = p.portsOf(ns).assign(g.ports, ns.node, p.portRNG())
+	}
+	return opt
 }
 
 func (p *Placer) newMetric() *structs.AllocMetric {
@@ -236,6 +315,16 @@ func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool,
 		m.DimensionExhausted[dim]++
 		return score{}, false
 	}
+	if g.ports != nil {
+		if ok, dim := p.portsOf(ns).fits(g.ports); !ok {
+			m.NodesExhausted++
+			if m.DimensionExhausted == nil {
+				m.DimensionExhausted = map[string]int{}
+			}
+			m.DimensionExhausted[dim]++
+			return score{}, false
+		}
+	}
 	return g.score(ns, penalize[ns.node.ID]), true
 }
 
@@ -253,14 +342,16 @@ type groupPlan struct {
 	distinct    bool    // distinct_hosts applies
 	jobLevel    bool    // ... across all the job's groups
 	limits      []propertyLimit
-	spread      bool // score by Nomad's spread fit, not binpack
+	spread      bool        // score by Nomad's spread fit, not binpack
+	ports       *groupPorts // the group's network ask; nil without one
 }
 
 func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
 	if g, ok := p.groups[tg]; ok {
 		return g
 	}
-	g := &groupPlan{tg: tg, index: -1, ask: tg.CombinedResources(), constraints: groupConstraints(p.job, tg), spread: p.opts.Spread}
+	g := &groupPlan{tg: tg, index: -1, ask: tg.CombinedResources(), constraints: groupConstraints(p.job, tg), spread: p.opts.Spread,
+		ports: newGroupPorts(tg)}
 	if i, ok := p.groupIndex[tg.Name]; ok {
 		g.index = i
 	}
@@ -310,6 +401,9 @@ func (p *Placer) infeasible(g *groupPlan, ns *nodeState) string {
 		if pl.count.of(ns.node) >= pl.limit {
 			return pl.label
 		}
+	}
+	if g.ports != nil && ns.node.HostNetwork() == nil {
+		return reasonMissingNetwork
 	}
 	return ""
 }

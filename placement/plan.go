@@ -284,8 +284,12 @@ func (b *placementBuilder) place(p *reconcile.Placement) {
 		b.placer.Release(tied.Alloc)
 	}
 	start := time.Now()
-	node, metric := b.placer.Place(tg, preferNode, penalize)
+	opt, metric := b.placer.PlaceAlloc(tg, preferNode, penalize)
 	metric.AllocationTime = time.Since(start)
+	var node *structs.Node
+	if opt != nil {
+		node = opt.Node
+	}
 	if tied != nil {
 		if node == nil {
 			b.placer.Reserve(tied.Alloc)
@@ -316,7 +320,7 @@ func (b *placementBuilder) place(p *reconcile.Placement) {
 		ID:        structs.AllocIDForPlacement(b.req.Eval.ID, name, canary, prevID),
 		Namespace: job.Namespace, EvalID: b.req.Eval.ID, Name: name,
 		NodeID: node.ID, NodeName: node.Name, JobID: job.ID, JobVersion: jobVersion, TaskGroup: tg.Name,
-		AllocatedResources: structs.AllocatedResourcesFor(tg), Metrics: metric,
+		AllocatedResources: opt.Resources(tg), Metrics: metric,
 		DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusPending,
 		PreviousAllocation: prevID,
 		CreateTime:         b.req.Now.UnixNano(), ModifyTime: b.req.Now.UnixNano(),

@@ -24,10 +24,13 @@ import (
 // Destructive (stop and replace), when anything a running task was started
 // with changes:
 //   - the group: its number of tasks or their names, its ephemeral disk
-//     (size, sticky, migrate), its restart policy's render_templates;
+//     (size, sticky, migrate), its network block (mode, ports: the
+//     ports a task was started with), its restart policy's
+//     render_templates, its volume blocks;
 //   - per task: driver, user, driver config, env, resources (CPU, cores,
 //     memory, memory max), lifecycle (hook, sidecar), whether logging is
-//     disabled, the restart policy's render_templates;
+//     disabled, the restart policy's render_templates, templates,
+//     artifacts, volume mounts (as Nomad's tasksUpdated);
 //   - meta: the task's combined job + group + task meta (tasks see it as
 //     NOMAD_META_* environment variables);
 //   - placement: constraints at job, group or task level, datacenters and
@@ -36,9 +39,6 @@ import (
 //     updates in place when the node still fits, as Nomad does.
 //   - an alloc whose own job version is unknown (no Job) or lacks the
 //     group.
-//
-// Artifacts and templates are destructive in Nomad too; drover's job
-// parser rejects both blocks, so they never reach this check.
 //
 // In place (the alloc keeps running and moves to the new version), for
 // everything else, notably: count, update strategy, migrate strategy,
@@ -119,7 +119,9 @@ func destructiveChange(oldJob *structs.Job, oldTG *structs.TaskGroup, newJob *st
 	switch {
 	case len(oldTG.Tasks) != len(newTG.Tasks),
 		!ephemeralDiskEqual(oldTG.EphemeralDisk, newTG.EphemeralDisk),
-		rendersTemplates(oldTG.RestartPolicy) != rendersTemplates(newTG.RestartPolicy):
+		!structs.NetworksEqual(oldTG.Networks, newTG.Networks),
+		rendersTemplates(oldTG.RestartPolicy) != rendersTemplates(newTG.RestartPolicy),
+		!reflect.DeepEqual(oldTG.Volumes, newTG.Volumes):
 		return true
 	}
 	for _, ot := range oldTG.Tasks {
@@ -160,7 +162,10 @@ func taskChanged(a, b *structs.Task) bool {
 		!resourcesEqual(a.Resources, b.Resources) ||
 		!lifecycleEqual(a.Lifecycle, b.Lifecycle) ||
 		logsDisabled(a.LogConfig) != logsDisabled(b.LogConfig) ||
-		rendersTemplates(a.RestartPolicy) != rendersTemplates(b.RestartPolicy)
+		rendersTemplates(a.RestartPolicy) != rendersTemplates(b.RestartPolicy) ||
+		!reflect.DeepEqual(a.Templates, b.Templates) ||
+		!reflect.DeepEqual(a.Artifacts, b.Artifacts) ||
+		!reflect.DeepEqual(a.VolumeMounts, b.VolumeMounts)
 }
 
 // configEqual compares driver configs (JSON values); nil and empty are

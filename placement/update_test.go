@@ -71,6 +71,20 @@ func TestUpdateType(t *testing.T) {
 		{name: "priority", change: func(j *structs.Job) { j.Priority = 70 }, want: inplace},
 		{name: "max client disconnect", change: func(j *structs.Job) { d := time.Minute; j.TaskGroups[0].MaxClientDisconnect = &d }, want: inplace},
 		{name: "driver", change: func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Driver = "exec" }, want: destructive},
+		{name: "template data", change: func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Templates = []*structs.Template{{DestPath: "local/x", EmbeddedTmpl: "v2"}}
+		}, want: destructive},
+		{name: "artifact", change: func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Artifacts = []*structs.TaskArtifact{{GetterSource: "http://127.0.0.1/x"}}
+		}, want: destructive},
+		{name: "volume mount", change: func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].VolumeMounts = []*structs.VolumeMount{{Volume: "d", Destination: "/d"}}
+		}, want: destructive},
+		{name: "group volume", change: func(j *structs.Job) {
+			j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"d": {Name: "d", Type: "host", Source: "d"}}
+		}, want: destructive},
+		{name: "scaling bounds", change: func(j *structs.Job) { j.TaskGroups[0].Scaling = &structs.ScalingPolicy{Min: 1, Max: 9} }, want: inplace},
+		{name: "job name", change: func(j *structs.Job) { j.Name = "renamed" }, want: inplace},
 		{name: "user", change: func(j *structs.Job) { j.TaskGroups[0].Tasks[0].User = "root" }, want: destructive},
 		{name: "config value", change: func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["command"] = "/bin/cat" }, want: destructive},
 		{name: "config nested", change: func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Config["args"] = []any{"61"} }, want: destructive},

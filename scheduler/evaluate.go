@@ -16,6 +16,7 @@ import (
 
 	"github.com/drover-sched/drover/placement"
 	"github.com/drover-sched/drover/reconcile"
+	"github.com/drover-sched/drover/scheduler/system"
 	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/structs"
 )
@@ -167,13 +168,18 @@ type outcome struct {
 }
 
 // computed is one evaluation's decision before it is committed: what it
-// read, what the reconciler decided and the plan placement built.
+// read, what the reconciler (or the system scheduler) decided and the plan
+// built from it.
 type computed struct {
 	snap     *storage.JobSnapshot
 	job      *structs.Job
 	jobEvals []*structs.Evaluation
-	result   *reconcile.Result
 	built    *placement.PlanResult
+	// annotations are the decisions per group (the plan's annotations).
+	annotations *structs.PlanAnnotations
+	// blocks: failed placements wait for capacity in a blocked eval (the
+	// system scheduler's infeasible nodes do not).
+	blocks bool
 }
 
 // compute reads a fresh snapshot and runs reconcile and placement for ev.
@@ -190,7 +196,7 @@ func (e *Evaluator) compute(ctx context.Context, ev *structs.Evaluation, propose
 		q.Job = proposed
 		query = &q
 	}
-	usage, err := e.State.CandidateNodes(ctx, nodeQuery(query))
+	usage, err := e.State.CandidateNodes(ctx, nodeQuery(query, ev))
 	if err != nil {
 		return nil, fmt.Errorf("read nodes: %w", err)
 	}
@@ -202,21 +208,31 @@ func (e *Evaluator) compute(ctx context.Context, ev *structs.Evaluation, propose
 	nodes := make([]placement.NodeCandidate, 0, len(usage))
 	byID := make(map[string]*structs.Node, len(usage))
 	for _, u := range usage {
-		nodes = append(nodes, placement.NodeCandidate{Node: u.Node, Used: u.Used})
+		nodes = append(nodes, placement.NodeCandidate{Node: u.Node, Used: u.Used, Ports: u.Ports})
 		byID[u.Node.ID] = u.Node
 	}
 	job := query.Job
-	batch := job != nil && job.Type == structs.JobTypeBatch
-	if job == nil {
-		batch = ev.Type == structs.JobTypeBatch
+	jobType := ev.Type
+	if job != nil {
+		jobType = job.Type
+	}
+	batch := jobType == structs.JobTypeBatch
+	update := e.Update
+	if e.UpdateOnNodes != nil {
+		update = e.UpdateOnNodes(byID)
+	}
+	if jobType == structs.JobTypeSystem || jobType == structs.JobTypeSysBatch {
+		if update == nil {
+			update = placement.UpdateType
+		}
+		res := system.BuildPlan(&system.Input{Eval: ev, Job: job, Allocs: snap.Allocs, Nodes: nodes, Update: update,
+			SnapshotIndex: snap.Index, Now: now})
+		return &computed{snap: snap, job: job, jobEvals: jobEvals, built: res.PlanResult, annotations: res.Annotations,
+			blocks: res.Exhausted}, nil
 	}
 	reconcileFn := e.Reconcile
 	if reconcileFn == nil {
 		reconcileFn = reconcile.Reconcile
-	}
-	update := e.Update
-	if e.UpdateOnNodes != nil {
-		update = e.UpdateOnNodes(byID)
 	}
 	result := reconcileFn(reconcile.Input{
 		Job: job, Namespace: ev.Namespace, JobID: ev.JobID, Batch: batch,
@@ -229,7 +245,7 @@ func (e *Evaluator) compute(ctx context.Context, ev *structs.Evaluation, propose
 		Nodes: nodes, SnapshotIndex: snap.Index, Now: now, RescheduleTracker: e.RescheduleTracker,
 		SchedulerAlgorithm: e.Config.Get(ctx).SchedulerAlgorithm,
 	})
-	return &computed{snap: snap, job: job, jobEvals: jobEvals, result: result, built: built}, nil
+	return &computed{snap: snap, job: job, jobEvals: jobEvals, built: built, annotations: annotations(result), blocks: true}, nil
 }
 
 // evaluateOnce computes and commits one plan from a fresh snapshot.
@@ -248,7 +264,7 @@ func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, at
 	for _, f := range plan.Evals {
 		out.followups = append(out.followups, f)
 	}
-	plan.Evals = append(plan.Evals, e.finishEval(ev, c.job, c.snap.Index, c.result, built, c.jobEvals, out)...)
+	plan.Evals = append(plan.Evals, e.finishEval(ev, c, out)...)
 	if e.BeforeCommit != nil {
 		e.BeforeCommit(ctx, ev, attempt)
 	}
@@ -305,7 +321,7 @@ func (e *Evaluator) PlanJob(ctx context.Context, job *structs.Job) (*DryRun, err
 	if err != nil {
 		return nil, fmt.Errorf("plan job %s: %w", job.ID, err)
 	}
-	out := &DryRun{Current: cur, Job: proposed, Annotations: annotations(c.result), Plan: c.built.Plan}
+	out := &DryRun{Current: cur, Job: proposed, Annotations: c.annotations, Plan: c.built.Plan}
 	if len(c.built.FailedTGAllocs) > 0 {
 		out.FailedTGAllocs = c.built.FailedTGAllocs
 	}
@@ -313,10 +329,17 @@ func (e *Evaluator) PlanJob(ctx context.Context, job *structs.Job) (*DryRun, err
 }
 
 // nodeQuery selects the nodes an evaluation reads: the candidates of the
-// job's pool and datacenters, and the nodes its allocs are on.
-func nodeQuery(snap *storage.JobSnapshot) storage.NodeQuery {
+// job's pool and datacenters, the nodes its allocs are on, and the node
+// the evaluation is about (a node-update eval of a node that just
+// registered: a store whose node listing lags, DynamoDB's GSI, still
+// returns it).
+func nodeQuery(snap *storage.JobSnapshot, ev *structs.Evaluation) storage.NodeQuery {
 	seen := map[string]bool{}
 	var q storage.NodeQuery
+	if ev.NodeID != "" {
+		seen[ev.NodeID] = true
+		q.Include = append(q.Include, ev.NodeID)
+	}
 	for _, a := range snap.Allocs {
 		if a.NodeID != "" && !seen[a.NodeID] {
 			seen[a.NodeID] = true
@@ -360,21 +383,22 @@ func taintedNodes(allocs []*structs.Allocation, nodes map[string]*structs.Node) 
 // unblocked and still cannot place is blocked again rather than copied);
 // and older pending evals of the job, cancelled because this evaluation
 // saw newer state (design §4.8).
-func (e *Evaluator) finishEval(ev *structs.Evaluation, job *structs.Job, snapIndex uint64, result *reconcile.Result, built *placement.PlanResult,
-	jobEvals []*structs.Evaluation, out *outcome) []*structs.Evaluation {
+func (e *Evaluator) finishEval(ev *structs.Evaluation, c *computed, out *outcome) []*structs.Evaluation {
+	job, built, jobEvals := c.job, c.built, c.jobEvals
 	done := ev.Copy()
 	done.Status = structs.EvalStatusComplete
 	done.StatusDescription = ""
-	done.SnapshotIndex = snapIndex
+	done.SnapshotIndex = c.snap.Index
 	done.QueuedAllocations = built.QueuedAllocations
 	done.DeploymentID = built.DeploymentID
-	done.PlanAnnotations = annotations(result)
+	done.PlanAnnotations = c.annotations
 	done.FailedTGAllocs = nil
 	if len(built.FailedTGAllocs) > 0 {
 		done.FailedTGAllocs = built.FailedTGAllocs
 	}
+	blocks := len(built.FailedTGAllocs) > 0 && c.blocks
 	var writes []*structs.Evaluation
-	if len(built.FailedTGAllocs) > 0 {
+	if blocks {
 		if ev.TriggeredBy == structs.EvalTriggerQueuedAllocs {
 			done.Status = structs.EvalStatusBlocked
 			done.StatusDescription = "created to place remaining allocations"
@@ -399,13 +423,13 @@ func (e *Evaluator) finishEval(ev *structs.Evaluation, job *structs.Job, snapInd
 			continue
 		}
 		switch {
-		case other.Status == structs.EvalStatusBlocked && len(built.FailedTGAllocs) > 0 && other.ID != done.BlockedEval:
+		case other.Status == structs.EvalStatusBlocked && blocks && other.ID != done.BlockedEval:
 			// The newer blocked eval wins.
 			c := other.Copy()
 			c.Status = structs.EvalStatusCanceled
 			c.StatusDescription = fmt.Sprintf("superseded by blocked eval of %s", ev.ID)
 			writes = append(writes, c)
-		case other.Status == structs.EvalStatusBlocked && len(built.FailedTGAllocs) == 0:
+		case other.Status == structs.EvalStatusBlocked && !blocks:
 			// Everything is placed: a blocked eval has nothing left to do.
 			c := other.Copy()
 			c.Status = structs.EvalStatusCanceled

@@ -122,16 +122,18 @@ type DeregisterJobRequest struct {
 }
 
 // NodeUsage is a node and what its allocations that hold resources use:
-// CPU in MHz, memory and disk in MiB. Stores keep it as a record per node,
-// changed by the same transaction that places an alloc or makes one
-// terminal (released exactly once), never recomputed from the allocs; it
-// is the record the commit-time over-commit check reads. Later resources
-// (ports) are added here as fields.
+// CPU in MHz, memory and disk in MiB, and host ports. Stores keep it as a
+// record per node, changed by the same transaction that places an alloc or
+// makes one terminal (released exactly once), never recomputed from the
+// allocs; it is the record the commit-time over-commit check reads.
 type NodeUsage struct {
 	Node *structs.Node
 	Used structs.ComparableResources
 	// Allocs counts the allocations holding resources on the node.
 	Allocs int
+	// Ports are the host ports those allocations hold
+	// (AllocatedResources.HostPorts), ascending.
+	Ports []int
 }
 
 // NodeQuery selects the nodes one evaluation reads (CandidateNodes): the
@@ -250,7 +252,9 @@ type Store interface {
 	// JobModifyIndex is no longer plan.JobModifyIndex, a placement's alloc
 	// ID exists, a placement's node is missing or not ready, or a node
 	// would be over-committed (the node's usage record, after the plan's
-	// stops and with its placements, must fit the node's capacity).
+	// stops and with its placements, must fit the node's capacity, and no
+	// host port of a placement may be held by another live alloc of the
+	// node).
 	CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error)
 
 	// Alloc returns an allocation with its Job, or ErrNotFound.

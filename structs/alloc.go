@@ -137,9 +137,15 @@ type AllocatedMemoryResources struct {
 	MemoryMaxMB int64 `cbor:"2,keyasint,omitempty"` // MiB
 }
 
-// AllocatedSharedResources holds the group's ephemeral disk in MiB.
+// AllocatedSharedResources is what the alloc's tasks share: the group's
+// ephemeral disk in MiB and, for a group with a network block, the network
+// it was given on its node (Networks: mode, the node's IP and device, each
+// port with its host port) and its ports (Ports: label, host port, mapped
+// port, host IP), in Nomad's shapes (`nomad alloc status` reads both).
 type AllocatedSharedResources struct {
-	DiskMB int64 `cbor:"1,keyasint,omitempty"` // MiB
+	DiskMB   int64                  `cbor:"1,keyasint,omitempty"` // MiB
+	Networks []*NetworkResource     `cbor:"2,keyasint,omitempty"`
+	Ports    []AllocatedPortMapping `cbor:"3,keyasint,omitempty"`
 }
 
 // Comparable flattens the allocated resources for fit checks.
@@ -243,29 +249,36 @@ func (ts *TaskState) Successful() bool {
 
 // Task event types, Nomad's strings.
 const (
-	TaskReceived           = "Received"
-	TaskSetup              = "Task Setup"
-	TaskSetupFailure       = "Setup Failure"
-	TaskDriverFailure      = "Driver Failure"
-	TaskStarted            = "Started"
-	TaskTerminated         = "Terminated"
-	TaskKilling            = "Killing"
-	TaskKilled             = "Killed"
-	TaskRestarting         = "Restarting"
-	TaskNotRestarting      = "Not Restarting"
-	TaskSiblingFailed      = "Sibling Task Failed"
-	TaskLeaderDead         = "Leader Task Dead"
-	TaskMainDead           = "Main Tasks Dead"
-	TaskRestoreFailed      = "Failed Restoring Task"
-	TaskRestartSignal      = "Restart Signaled"
-	TaskSignaling          = "Signaling"
-	TaskClientReconnected  = "Reconnected"
-	TaskPluginUnhealthy    = "Plugin became unhealthy"
-	TaskWaitingPrevAlloc   = "Waiting for previous alloc"
-	TaskBuildingTaskDir    = "Building Task Directory"
-	TaskHookFailed         = "Task hook failed"
-	TaskMaxEventsPerTask   = 10 // events kept per task, oldest dropped first
-	TaskEventDriverMessage = "Driver"
+	TaskReceived          = "Received"
+	TaskSetup             = "Task Setup"
+	TaskSetupFailure      = "Setup Failure"
+	TaskDriverFailure     = "Driver Failure"
+	TaskStarted           = "Started"
+	TaskTerminated        = "Terminated"
+	TaskKilling           = "Killing"
+	TaskKilled            = "Killed"
+	TaskRestarting        = "Restarting"
+	TaskNotRestarting     = "Not Restarting"
+	TaskSiblingFailed     = "Sibling Task Failed"
+	TaskLeaderDead        = "Leader Task Dead"
+	TaskMainDead          = "Main Tasks Dead"
+	TaskRestoreFailed     = "Failed Restoring Task"
+	TaskRestartSignal     = "Restart Signaled"
+	TaskSignaling         = "Signaling"
+	TaskClientReconnected = "Reconnected"
+	TaskPluginUnhealthy   = "Plugin became unhealthy"
+	TaskWaitingPrevAlloc  = "Waiting for previous alloc"
+	TaskBuildingTaskDir   = "Building Task Directory"
+	TaskHookFailed        = "Task hook failed"
+	// TaskHookMessage is a message from a task hook ("Template skipped
+	// signal ...").
+	TaskHookMessage = "Task hook message"
+	// TaskDownloadingArtifacts: the task's artifacts are being fetched.
+	TaskDownloadingArtifacts = "Downloading Artifacts"
+	// TaskArtifactDownloadFailed: fetching an artifact failed.
+	TaskArtifactDownloadFailed = "Failed Artifact Download"
+	TaskMaxEventsPerTask       = 10 // events kept per task, oldest dropped first
+	TaskEventDriverMessage     = "Driver"
 )
 
 // TaskPreviousAllocSkipped is the event of a task that starts without
@@ -426,6 +439,10 @@ func (a *Allocation) Copy() *Allocation {
 	c := *a
 	if a.AllocatedResources != nil {
 		ar := &AllocatedResources{Tasks: make(map[string]*AllocatedTaskResources, len(a.AllocatedResources.Tasks)), Shared: a.AllocatedResources.Shared}
+		ar.Shared.Networks = CopyNetworks(a.AllocatedResources.Shared.Networks)
+		if a.AllocatedResources.Shared.Ports != nil {
+			ar.Shared.Ports = append([]AllocatedPortMapping(nil), a.AllocatedResources.Shared.Ports...)
+		}
 		for k, v := range a.AllocatedResources.Tasks {
 			tv := *v
 			ar.Tasks[k] = &tv

@@ -53,3 +53,12 @@ func AllocIDForPlacement(evalID, name string, canary bool, previousAllocID strin
 	}
 	return DeterministicID("alloc", evalID, name, c, previousAllocID)
 }
+
+// AllocIDForNodePlacement returns the ID of the alloc a system or sysbatch
+// evaluation places under name on one node, replacing previousAllocID (or
+// none): the system scheduler places the same name on every node, so the
+// node is part of the placement, and a replayed commit still cannot create
+// a second alloc on a node.
+func AllocIDForNodePlacement(evalID, name, nodeID, previousAllocID string) string {
+	return DeterministicID("alloc", evalID, name, "node", nodeID, previousAllocID)
+}

@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// Job types, as in Nomad. drover schedules service and batch jobs; system and
-// sysbatch are recognised only so that validation can reject them by name.
+// Job types, as in Nomad: service and batch jobs go through the reconciler,
+// system and sysbatch jobs through the system scheduler (one alloc of each
+// group per eligible node).
 const (
 	JobTypeService  = "service"
 	JobTypeBatch    = "batch"
@@ -47,7 +48,7 @@ type Job struct {
 	Namespace   string
 	ID          string
 	Name        string
-	Type        string // JobTypeService or JobTypeBatch
+	Type        string // JobTypeService, JobTypeBatch, JobTypeSystem or JobTypeSysBatch
 	Priority    int    // 1..100
 	AllAtOnce   bool
 	Datacenters []string // empty or ["*"] means every datacenter
@@ -155,11 +156,14 @@ func (j *Job) Copy() *Job {
 // TaskGroup is a set of tasks placed together on one node; Count copies of
 // it run, each one allocation named job.group[index].
 type TaskGroup struct {
-	Name          string
-	Count         int
-	Constraints   []*Constraint
-	Tasks         []*Task
-	RestartPolicy *RestartPolicy `json:",omitempty"`
+	Name        string
+	Count       int
+	Constraints []*Constraint
+	Tasks       []*Task
+	// Networks is the group's network block (at most one): its mode and
+	// the static and dynamic ports its allocs hold on their node.
+	Networks      []*NetworkResource `json:",omitempty"`
+	RestartPolicy *RestartPolicy     `json:",omitempty"`
 	// ReschedulePolicy decides whether and when a failed allocation is
 	// replaced on another node (control-plane side; restarts are local).
 	ReschedulePolicy *ReschedulePolicy `json:",omitempty"`
@@ -180,6 +184,14 @@ type TaskGroup struct {
 	PreventRescheduleOnLost bool `json:",omitempty"`
 	// ShutdownDelay is waited between deregistering and killing tasks.
 	ShutdownDelay *time.Duration `json:",omitempty"`
+	// MaxRunDuration, for batch and sysbatch jobs, is how long an
+	// allocation of the group may run, from its creation, before the node
+	// agent stops it (Nomad's group max_run_duration).
+	MaxRunDuration *time.Duration `json:",omitempty"`
+	// Volumes are the group's volume blocks by name (host volumes).
+	Volumes map[string]*VolumeRequest `json:",omitempty"`
+	// Scaling is the group's scaling block: Min and Max bound its count.
+	Scaling *ScalingPolicy `json:",omitempty"`
 }
 
 // LookupTask returns the task with the given name, or nil.
@@ -235,6 +247,12 @@ type Task struct {
 	// KillSignal is the first signal sent on stop (default SIGINT, as in
 	// Nomad).
 	KillSignal string
+	// Templates are rendered into the task dir before the task starts.
+	Templates []*Template `json:",omitempty"`
+	// Artifacts are fetched into the task dir before the task starts.
+	Artifacts []*TaskArtifact `json:",omitempty"`
+	// VolumeMounts mount the group's volumes into the task.
+	VolumeMounts []*VolumeMount `json:",omitempty"`
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

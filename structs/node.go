@@ -45,6 +45,9 @@ type Node struct {
 	StatusDescription     string
 	StatusUpdatedAt       int64 // unix seconds, as Nomad
 	Drivers               map[string]*DriverInfo
+	// HostVolumes are the host volumes the client offers, by name (the
+	// agent's -host-volume flags).
+	HostVolumes map[string]*ClientHostVolumeConfig `json:",omitempty"`
 	// Events are the node's last MaxRetainedNodeEvents events, oldest
 	// first (registration, drain, eligibility, status changes).
 	Events      []*NodeEvent
@@ -53,11 +56,17 @@ type Node struct {
 }
 
 // NodeResources is a node's total capacity: CPU in MHz, memory and disk in
-// MiB.
+// MiB; its networks (the host network: mode "host", the node's address in
+// IP, its interface in Device) and the range of ports dynamic ports are
+// chosen from (MinDynamicPort..MaxDynamicPort inclusive; 0: Nomad's
+// defaults, see DynamicPortRange).
 type NodeResources struct {
-	Cpu    NodeCpuResources
-	Memory NodeMemoryResources
-	Disk   NodeDiskResources
+	Cpu            NodeCpuResources
+	Memory         NodeMemoryResources
+	Disk           NodeDiskResources
+	Networks       []*NetworkResource
+	MinDynamicPort int
+	MaxDynamicPort int
 }
 
 // NodeCpuResources is a node's CPU: total MHz over all cores.
@@ -76,11 +85,13 @@ type NodeDiskResources struct {
 	DiskMB int64 // MiB
 }
 
-// NodeReservedResources is held back from scheduling.
+// NodeReservedResources is held back from scheduling: CPU, memory, disk
+// and host ports (Networks.ReservedHostPorts).
 type NodeReservedResources struct {
-	Cpu    NodeReservedCpuResources
-	Memory NodeReservedMemoryResources
-	Disk   NodeReservedDiskResources
+	Cpu      NodeReservedCpuResources
+	Memory   NodeReservedMemoryResources
+	Disk     NodeReservedDiskResources
+	Networks NodeReservedNetworkResources
 }
 
 // NodeReservedCpuResources is reserved CPU in MHz.
@@ -155,6 +166,7 @@ func (n *Node) Copy() *Node {
 	c.Meta = copyStringMap(n.Meta)
 	if n.NodeResources != nil {
 		r := *n.NodeResources
+		r.Networks = CopyNetworks(n.NodeResources.Networks)
 		c.NodeResources = &r
 	}
 	if n.ReservedResources != nil {
@@ -171,6 +183,13 @@ func (n *Node) Copy() *Node {
 			ec := *e
 			ec.Details = copyStringMap(e.Details)
 			c.Events[i] = &ec
+		}
+	}
+	if n.HostVolumes != nil {
+		c.HostVolumes = make(map[string]*ClientHostVolumeConfig, len(n.HostVolumes))
+		for k, v := range n.HostVolumes {
+			hv := *v
+			c.HostVolumes[k] = &hv
 		}
 	}
 	if n.Drivers != nil {

@@ -79,6 +79,17 @@ Agent Options:
     Let docker tasks mount host paths outside their task dir (Nomad's
     volumes.enabled). Default off.
 
+  -network-interface=<name>, -network-address=<ip>
+    The interface whose address a client's allocations' ports are on, or
+    the address itself. Default: the loopback address in -dev, else the
+    first IPv4 address of an interface that is up.
+
+  -min-dynamic-port=<port>, -max-dynamic-port=<port>
+    The range dynamic ports are picked from. Default = 20000-32000
+
+  -reserved-ports=<ports>
+    Host ports never given to allocations, as "22,80,8000-8010".
+
   -gc-max-allocs=<n>
     Allocations a client keeps before destroying terminal ones. Default = 50
 
@@ -141,6 +152,11 @@ func (c *AgentCommand) Run(args []string) int {
 	rawExec := fs.Bool("enable-raw-exec", false, "enable the raw_exec driver on a client (always on in -dev)")
 	dockerPrivileged := fs.Bool("docker-allow-privileged", false, "let docker tasks run privileged (Nomad's allow_privileged)")
 	dockerVolumes := fs.Bool("docker-volumes-enabled", false, "let docker tasks mount host paths outside their task dir (Nomad's volumes.enabled)")
+	netIface := fs.String("network-interface", "", "interface whose address the node's allocation ports are on")
+	netAddr := fs.String("network-address", "", "IP address the node's allocation ports are on")
+	minPort := fs.Int("min-dynamic-port", 0, "lowest port dynamic ports are picked from (default 20000)")
+	maxPort := fs.Int("max-dynamic-port", 0, "highest port dynamic ports are picked from (default 32000)")
+	reservedPorts := fs.String("reserved-ports", "", `host ports never given to allocations ("22,80,8000-8010")`)
 	gcMaxAllocs := fs.Int("gc-max-allocs", 50, "allocs a client keeps before destroying terminal ones (Nomad's gc_max_allocs)")
 	heartbeatTTL := fs.Duration("heartbeat-ttl", 0, "heartbeat TTL servers hand to nodes (default 10s); a node silent for TTL+grace is down")
 	workers := fs.Int("workers", 0, "number of evaluation workers (servers; default four per CPU core)")
@@ -256,8 +272,9 @@ func (c *AgentCommand) Run(args []string) int {
 	a, err := agent.New(agent.Config{DataDir: dir, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertiseHTTP, Dev: *dev, Server: *server, Client: *client,
 		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
 		Datacenter: *datacenter, EnableRawExec: *rawExec,
-		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL,
-		ACLEnabled: *aclEnabled, TLS: tlsCfg, Logger: log})
+		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log,
+		NetworkInterface: *netIface, NetworkAddress: *netAddr, MinDynamicPort: *minPort, MaxDynamicPort: *maxPort, ReservedPorts: *reservedPorts,
+		ACLEnabled: *aclEnabled, TLS: tlsCfg})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover agent: %v\n", err)
 		return 1

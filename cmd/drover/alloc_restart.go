@@ -28,7 +28,8 @@ Usage: drover alloc restart [options] <allocation> [<task>]
 Restart Options:
 
   -task=<task-name>
-    The task to restart (or give it as the second argument).
+    The task to restart (or give it as the second argument; -task wins
+    when both are given).
 
   -all-tasks
     Restart every task of the allocation (drover restarts those running;
@@ -82,13 +83,11 @@ func (c *AllocRestartCommand) Run(args []string) int {
 }
 
 // taskArg is the task a command names with -task or as its second
-// argument ("" when neither; an error when both disagree).
+// argument ("" when neither); -task wins when both are given, as in
+// Nomad's CLI.
 func taskArg(flagTask string, rest []string) (string, error) {
-	if len(rest) < 2 {
+	if flagTask != "" || len(rest) < 2 {
 		return flagTask, nil
-	}
-	if flagTask != "" && flagTask != rest[1] {
-		return "", fmt.Errorf("the task is named twice: -task %q and %q", flagTask, rest[1])
 	}
 	return rest[1], nil
 }

@@ -27,7 +27,8 @@ Signal Options:
     The signal (a name such as SIGHUP or HUP, or a number). Default = SIGKILL
 
   -task=<task-name>
-    The task to signal (or give it as the second argument).
+    The task to signal (or give it as the second argument; -task wins
+    when both are given).
 
   -verbose
     Show full IDs.`)

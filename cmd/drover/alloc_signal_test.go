@@ -31,6 +31,10 @@ func TestAllocSignal(t *testing.T) {
 		b, _ := io.ReadAll(rc)
 		return strings.Contains(string(b), "got-usr1")
 	})
+	// -task wins over the argument, as in Nomad's CLI.
+	r = ta.run(t, "alloc", "signal", "-s", "HUP", "-task", "server", a.ID[:8], "nope")
+	mustCode(t, r, 0)
+	mustContain(t, r.stdout, `Sent HUP to task "server"`)
 	r = ta.run(t, "alloc", "signal", "-s", "SIGNOPE", a.ID[:8], "server")
 	mustCode(t, r, 1)
 	mustContain(t, r.stderr, "Error signalling allocation", "400", `unknown signal "SIGNOPE"`)

@@ -18,6 +18,7 @@ func TestJobValidate(t *testing.T) {
 job "net" {
   group "g" {
     network {
+      mode = "bridge"
       port "http" {}
     }
     task "t" {
@@ -30,7 +31,7 @@ job "net" {
 }`)
 	r = ta.run(t, "job", "validate", network)
 	mustCode(t, r, 1)
-	mustContain(t, r.stderr, "network block is not supported")
+	mustContain(t, r.stderr, `network mode "bridge" is not supported`)
 	r = ta.run(t, "job", "validate", "../../examples/batch.json")
 	mustCode(t, r, 0)
 	if jobs, _, _ := ta.client.Jobs().List(nil); len(jobs) != 0 {

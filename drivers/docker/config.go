@@ -46,9 +46,8 @@ type TaskConfig struct {
 	// NetworkMode is Docker's network mode ("bridge" by default, "host",
 	// "none", "container:<name>", or a network's name).
 	NetworkMode string `config:"network_mode"`
-	// Ports are group network port labels to map into the container.
-	// drover does not support group network blocks yet, so a task that
-	// names ports is refused at submission (see Rules).
+	// Ports are group network port labels to publish: each one's host
+	// port is bound to its `to` (or the same number) inside the container.
 	Ports []string `config:"ports"`
 	// Privileged runs the container privileged; only where the agent
 	// allows it (-docker-allow-privileged, Nomad's allow_privileged).
@@ -161,7 +160,7 @@ func (c *TaskConfig) Rules(vc drivers.ValidateContext) drivers.FieldErrors {
 	}
 	for i, p := range c.Ports {
 		if !slices.Contains(vc.GroupPorts, p) {
-			add(fmt.Sprintf("ports[%d]", i), "port label %q must be one of the group network's ports: group network blocks are not supported by drover yet, so docker ports cannot be mapped (use network_mode = \"host\")", p)
+			add(fmt.Sprintf("ports[%d]", i), "port label %q must be one of the group network's ports (%s)", p, portList(vc.GroupPorts))
 		}
 	}
 	for i, v := range c.Volumes {
@@ -238,4 +237,12 @@ func parseUlimit(v string) (soft, hard int64, err error) {
 		return 0, 0, fmt.Errorf("hard limit below the soft one (got %q)", v)
 	}
 	return soft, hard, nil
+}
+
+// portList names a group's port labels for messages.
+func portList(labels []string) string {
+	if len(labels) == 0 {
+		return "the group has no network block"
+	}
+	return "the group has " + strings.Join(labels, ", ")
 }

@@ -6,13 +6,17 @@ import (
 	"net/netip"
 	"os"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/mount"
+	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
 	"github.com/drover-sched/drover/drivers"
+	"github.com/drover-sched/drover/structs"
 )
 
 // Labels drover puts on its containers, to find them again (after an agent
@@ -35,8 +39,9 @@ func (d *Driver) createOptions(cfg *drivers.TaskConfig, tc *TaskConfig) (client.
 	if tc.Privileged && !d.opts.DockerAllowPrivileged {
 		return none, errors.New("privileged containers are not allowed on this node (the agent's -docker-allow-privileged is off)")
 	}
-	if len(tc.Ports) > 0 {
-		return none, fmt.Errorf("ports %v: group network ports are not supported by drover yet", tc.Ports)
+	exposed, bindings, err := portBindings(cfg, tc)
+	if err != nil {
+		return none, err
 	}
 	labels := map[string]string{}
 	for k, v := range tc.Labels {
@@ -55,9 +60,10 @@ func (d *Driver) createOptions(cfg *drivers.TaskConfig, tc *TaskConfig) (client.
 		Labels:     labels,
 		WorkingDir: tc.WorkDir,
 		Hostname:   tc.Hostname,
-		User:       cfg.User,
-		Tty:        tc.TTY,
-		OpenStdin:  tc.Interactive,
+		User:         cfg.User,
+		Tty:          tc.TTY,
+		OpenStdin:    tc.Interactive,
+		ExposedPorts: exposed,
 	}
 	if tc.Command != "" {
 		cc.Cmd = append([]string{tc.Command}, tc.Args...)
@@ -128,6 +134,7 @@ func (d *Driver) createOptions(cfg *drivers.TaskConfig, tc *TaskConfig) (client.
 		Binds:          binds,
 		Mounts:         mounts,
 		NetworkMode:    container.NetworkMode(tc.NetworkMode),
+		PortBindings:   bindings,
 		Privileged:     tc.Privileged,
 		Resources:      res,
 		CapAdd:         tc.CapAdd,
@@ -150,6 +157,45 @@ func (d *Driver) createOptions(cfg *drivers.TaskConfig, tc *TaskConfig) (client.
 		hc.Init = &init
 	}
 	return client.ContainerCreateOptions{Name: containerName(cfg), Config: cc, HostConfig: hc}, nil
+}
+
+// portBindings publishes the group network ports the task names in
+// `ports`, as Nomad's docker driver: the alloc's host port (on the node's
+// address) is bound to the port inside the container — the port's `to`,
+// or the host port's own number when it has none — for TCP and UDP.
+func portBindings(cfg *drivers.TaskConfig, tc *TaskConfig) (network.PortSet, network.PortMap, error) {
+	if len(tc.Ports) == 0 {
+		return nil, nil, nil
+	}
+	exposed, bindings := network.PortSet{}, network.PortMap{}
+	for _, label := range tc.Ports {
+		i := slices.IndexFunc(cfg.Ports, func(p structs.AllocatedPortMapping) bool { return p.Label == label })
+		if i < 0 {
+			return nil, nil, fmt.Errorf("ports: the alloc holds no port labelled %q (the group's network has none)", label)
+		}
+		p := cfg.Ports[i]
+		inside := p.To
+		if inside <= 0 {
+			inside = p.Value
+		}
+		var hostIP netip.Addr
+		if p.HostIP != "" {
+			a, err := netip.ParseAddr(p.HostIP)
+			if err != nil {
+				return nil, nil, fmt.Errorf("ports: port %q: host IP: %w", label, err)
+			}
+			hostIP = a
+		}
+		for _, proto := range []network.IPProtocol{network.TCP, network.UDP} {
+			cp, ok := network.PortFrom(uint16(inside), proto)
+			if !ok {
+				return nil, nil, fmt.Errorf("ports: port %q: %d/%s is not a port", label, inside, proto)
+			}
+			exposed[cp] = struct{}{}
+			bindings[cp] = append(bindings[cp], network.PortBinding{HostIP: hostIP, HostPort: strconv.Itoa(p.Value)})
+		}
+	}
+	return exposed, bindings, nil
 }
 
 // hostPath resolves a volume's host path: relative paths are inside the

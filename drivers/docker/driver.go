@@ -138,7 +138,7 @@ func (d *Driver) get(taskID string) (*taskHandle, error) {
 // Start implements drivers.Driver: the image (pulled if needed), a new
 // container, started.
 func (d *Driver) Start(ctx context.Context, cfg *drivers.TaskConfig) (*drivers.TaskHandle, error) {
-	tc, err := Spec.Decode(cfg.Config, drivers.ValidateContext{})
+	tc, err := Spec.Decode(cfg.Config, cfg.ValidateContext())
 	if err != nil {
 		return nil, drivers.Unrecoverable(fmt.Errorf("docker config: %w", err))
 	}

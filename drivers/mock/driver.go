@@ -313,3 +313,16 @@ func (d *Driver) Stats(_ context.Context, taskID string) (*drivers.ResourceUsage
 	}
 	return &drivers.ResourceUsage{MemoryRSSBytes: 1 << 20, CPUTotalNanos: 1e6, Timestamp: time.Now()}, nil
 }
+
+// Launched returns the config the running task called name was started
+// with, or nil (tests read what the task runner hands drivers).
+func (d *Driver) Launched(name string) *drivers.TaskConfig {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for _, t := range d.tasks {
+		if t.cfg.Name == name && !t.isFinished() {
+			return t.cfg
+		}
+	}
+	return nil
+}

@@ -325,6 +325,7 @@ func (s *Store) updateAllocsFromClient(ctx context.Context, nodeID string, updat
 			if nodeExists {
 				d := un.node(nodeID)
 				d.cpu, d.mem, d.disk, d.allocs = -r.CPU, -r.MemoryMB, -r.DiskMB, -1
+				d.give = a.AllocatedResources.HostPorts()
 			}
 			un.head(a.Namespace, a.JobID).live--
 			tables = append(tables, storage.TableJobs)

@@ -18,13 +18,47 @@ import (
 // transaction, as DynamoDB requires.
 
 // nodeDelta is a change to a node's usage counters (CPU MHz, memory and
-// disk MiB, alloc count). place requires the node to be ready and the
-// positive part of the change to fit its free capacity. setIdx > 0 moves
+// disk MiB, alloc count) and its host port map. place requires the node to
+// be ready and the positive part of the change to fit its free capacity.
+// take are host ports placements take (each must be free), give ports
+// released allocs give back; a port in both is handed from one alloc to
+// the other in the same transaction and left as it is. setIdx > 0 moves
 // the node's assignment index.
 type nodeDelta struct {
 	cpu, mem, disk, allocs int64
 	place                  bool
+	take, give             []int
 	setIdx                 uint64
+}
+
+// maxPortChanges bounds the host port entries one node's update changes in
+// a transaction, so that its update and condition expressions stay well
+// within DynamoDB's 4 KB per expression (about 30 bytes per port).
+const maxPortChanges = 64
+
+// netPorts returns the ports d takes that it does not also give, and those
+// it gives that it does not also take.
+func (d *nodeDelta) netPorts() (take, give []int) {
+	given := map[int]int{}
+	for _, p := range d.give {
+		given[p]++
+	}
+	for _, p := range d.take {
+		if given[p] > 0 {
+			given[p]--
+			continue
+		}
+		take = append(take, p)
+	}
+	for _, p := range d.give {
+		if given[p] > 0 {
+			given[p]--
+			give = append(give, p)
+		}
+	}
+	sort.Ints(take)
+	sort.Ints(give)
+	return take, give
 }
 
 // headDelta is a change to a job head: counts of live allocs and open
@@ -100,6 +134,15 @@ func (u *unit) size() int {
 	return n + 200*(len(u.nodes)+len(u.heads)+len(u.deploys))
 }
 
+// portChanges is the most host port entries the unit changes on one node.
+func (u *unit) portChanges() int {
+	n := 0
+	for _, d := range u.nodes {
+		n = max(n, len(d.take)+len(d.give))
+	}
+	return n
+}
+
 // count is the number of actions the unit needs on its own.
 func (u *unit) count() int {
 	n := len(u.acts) + len(u.heads) + len(u.deploys)
@@ -122,6 +165,8 @@ func (u *unit) merge(o *unit) {
 		m.disk += d.disk
 		m.allocs += d.allocs
 		m.place = m.place || d.place
+		m.take = append(m.take, d.take...)
+		m.give = append(m.give, d.give...)
 		m.setIdx = max(m.setIdx, d.setIdx)
 	}
 	for k, d := range o.heads {
@@ -163,19 +208,25 @@ const unitBytes = chunkBytes - 100_000
 
 // splitRuns groups an alloc's pair of item writes (master, assignment), in
 // order, into runs [start, end) of at most maxAllocs pairs whose items add
-// up to at most maxBytes: each assignment carries its group's job, so a
-// large job fills a transaction's 4 MB long before its 100 actions. A pair
-// larger than maxBytes has a run of its own.
-func splitRuns(pairs [][2]action, maxAllocs, maxBytes int) [][2]int {
+// up to at most maxBytes and whose allocs change at most maxPortChanges
+// host ports (ports[i] for pair i; nil: none): each assignment carries its
+// group's job, so a large job fills a transaction's 4 MB long before its
+// 100 actions. A pair larger than maxBytes has a run of its own.
+func splitRuns(pairs [][2]action, ports []int, maxAllocs, maxBytes int) [][2]int {
 	var runs [][2]int
-	start, bytes := 0, 0
+	start, bytes, nports := 0, 0, 0
 	for i, p := range pairs {
 		n := p[0].size + p[1].size
-		if i > start && (i-start >= maxAllocs || bytes+n > maxBytes) {
+		k := 0
+		if ports != nil {
+			k = ports[i]
+		}
+		if i > start && (i-start >= maxAllocs || bytes+n > maxBytes || nports+k > maxPortChanges) {
 			runs = append(runs, [2]int{start, i})
-			start, bytes = i, 0
+			start, bytes, nports = i, 0, 0
 		}
 		bytes += n
+		nports += k
 	}
 	if start < len(pairs) {
 		runs = append(runs, [2]int{start, len(pairs)})
@@ -193,7 +244,7 @@ func pack(units []*unit, maxActions int) []*unit {
 		trial.merge(cur)
 		trial.merge(u)
 		if len(cur.acts) > 0 || len(cur.nodes) > 0 || len(cur.deploys) > 0 || len(cur.heads) > 0 {
-			if trial.count() > maxActions || trial.size() > chunkBytes {
+			if trial.count() > maxActions || trial.size() > chunkBytes || trial.portChanges() > maxPortChanges {
 				chunks = append(chunks, cur)
 				cur = newUnit()
 				cur.merge(u)
@@ -269,7 +320,8 @@ func (s *Store) put(it item, cond string, vals item, desc string) action {
 
 func (s *Store) renderNode(id string, d *nodeDelta) []action {
 	var out []action
-	if d.cpu != 0 || d.mem != 0 || d.disk != 0 || d.allocs != 0 || d.place {
+	take, give := d.netPorts()
+	if d.cpu != 0 || d.mem != 0 || d.disk != 0 || d.allocs != 0 || d.place || len(take) > 0 || len(give) > 0 {
 		vals := item{":c": avN(d.cpu), ":m": avN(d.mem), ":d": avN(d.disk), ":n": avN(d.allocs),
 			":nc": avN(-d.cpu), ":nm": avN(-d.mem), ":nd": avN(-d.disk)}
 		cond := []string{"attribute_exists(PK)"}
@@ -287,9 +339,34 @@ func (s *Store) renderNode(id string, d *nodeDelta) []action {
 				}
 			}
 		}
-		out = append(out, s.update(key(nodePK(id), skMeta),
-			"ADD useCpu :c, useMem :m, useDisk :d, nAllocs :n, freeCpu :nc, freeMem :nm, freeDisk :nd",
-			strings.Join(cond, " AND "), nil, vals, desc))
+		expr := "ADD useCpu :c, useMem :m, useDisk :d, nAllocs :n, freeCpu :nc, freeMem :nm, freeDisk :nd"
+		// One attribute per held host port: a take sets it on the
+		// condition that it is absent, a give removes it. Placeholders end
+		// in "_" so that none is a prefix of another.
+		names := map[string]string{}
+		var set, remove []string
+		for i, p := range take {
+			n := fmt.Sprintf("#t%d_", i)
+			names[n] = hostPortAttr(p)
+			set = append(set, n+" = :one")
+			cond = append(cond, "attribute_not_exists("+n+")")
+			vals[":one"] = avN(1)
+		}
+		for i, p := range give {
+			n := fmt.Sprintf("#g%d_", i)
+			names[n] = hostPortAttr(p)
+			remove = append(remove, n)
+		}
+		if len(take) > 0 {
+			desc += fmt.Sprintf(", or one of the host ports %v is held by another alloc", take)
+		}
+		if len(set) > 0 {
+			expr += " SET " + strings.Join(set, ", ")
+		}
+		if len(remove) > 0 {
+			expr += " REMOVE " + strings.Join(remove, ", ")
+		}
+		out = append(out, s.update(key(nodePK(id), skMeta), expr, strings.Join(cond, " AND "), names, vals, desc))
 	}
 	if d.setIdx > 0 {
 		// Unconditional: concurrent plans on one node may land out of index

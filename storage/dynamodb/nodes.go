@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/drover-sched/drover/storage"
@@ -17,15 +18,36 @@ type nodeRecord struct {
 	mi     uint64
 	used   structs.ComparableResources
 	allocs int64
+	// ports are the host ports held on the node (its hp_<port>
+	// attributes), ascending.
+	ports []int
 }
+
+// hostPortAttr is the node item's attribute that says host port p is held
+// by a live alloc of the node: one top-level attribute per port, valued 1
+// (see README.md, "Host ports").
+func hostPortAttr(p int) string { return hostPortPrefix + strconv.Itoa(p) }
+
+const hostPortPrefix = "hp_"
 
 func decodeNode(it item) (*nodeRecord, error) {
 	n, err := decode[structs.Node](getB(it, "v"))
 	if err != nil {
 		return nil, err
 	}
-	return &nodeRecord{node: n, mi: getU(it, "mi"), allocs: getN(it, "nAllocs"),
-		used: structs.ComparableResources{CPU: getN(it, "useCpu"), MemoryMB: getN(it, "useMem"), DiskMB: getN(it, "useDisk")}}, nil
+	rec := &nodeRecord{node: n, mi: getU(it, "mi"), allocs: getN(it, "nAllocs"),
+		used: structs.ComparableResources{CPU: getN(it, "useCpu"), MemoryMB: getN(it, "useMem"), DiskMB: getN(it, "useDisk")}}
+	for k := range it {
+		if digits, ok := strings.CutPrefix(k, hostPortPrefix); ok {
+			p, err := strconv.Atoi(digits)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: attribute %q does not name a host port", n.ID, k)
+			}
+			rec.ports = append(rec.ports, p)
+		}
+	}
+	sort.Ints(rec.ports)
+	return rec, nil
 }
 
 func (s *Store) readNode(ctx context.Context, id string) (*nodeRecord, error) {
@@ -222,7 +244,7 @@ func (s *Store) NodesWithUsage(ctx context.Context) ([]*storage.NodeUsage, error
 	}
 	out := make([]*storage.NodeUsage, len(recs))
 	for i, r := range recs {
-		out[i] = &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs)}
+		out[i] = &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs), Ports: r.ports}
 	}
 	return out, nil
 }
@@ -291,7 +313,8 @@ func (s *Store) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility s
 
 // CandidateNodes implements storage.Store: today it reads every node item
 // (usage from the counters plan and report transactions keep on it) and
-// keeps those q selects.
+// keeps those q selects; the nodes q names that the listing lacks are read
+// by key.
 func (s *Store) CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*storage.NodeUsage, error) {
 	recs, err := s.nodeRecords(ctx, "")
 	if err != nil {
@@ -304,8 +327,34 @@ func (s *Store) CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*sto
 	out := make([]*storage.NodeUsage, 0, len(recs))
 	for _, r := range recs {
 		if include[r.node.ID] || q.Candidate(r.node) {
-			out = append(out, &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs)})
+			out = append(out, &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs), Ports: r.ports})
+			delete(include, r.node.ID)
 		}
+	}
+	// The listing comes from gsi1, eventually consistent: a node that has
+	// just registered may be missing from it. The nodes the query names
+	// (the node of a node-update evaluation, the nodes of the job's
+	// allocs) are read from the table itself.
+	if len(include) > 0 {
+		keys := make([]item, 0, len(include))
+		for id := range include {
+			keys = append(keys, key(nodePK(id), skMeta))
+		}
+		items, err := s.batchGet(ctx, keys)
+		if err != nil {
+			return nil, fmt.Errorf("read candidate nodes: %w", err)
+		}
+		for _, it := range items {
+			if getS(it, "SK") != skMeta || s.valueless(strings.TrimPrefix(getS(it, "PK"), "NODE#"), it) {
+				continue
+			}
+			r, err := decodeNode(it)
+			if err != nil {
+				return nil, fmt.Errorf("read candidate nodes: %w", err)
+			}
+			out = append(out, &storage.NodeUsage{Node: r.node, Used: r.used, Allocs: int(r.allocs), Ports: r.ports})
+		}
+		sort.Slice(out, func(i, j int) bool { return out[i].Node.ID < out[j].Node.ID })
 	}
 	return out, nil
 }

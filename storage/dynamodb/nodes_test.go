@@ -96,3 +96,39 @@ func TestAgentItemsWithoutValue(t *testing.T) {
 		t.Fatalf("down node %s with only heartbeat items: collected %d nodes, lookup %v", other, res.Nodes, err)
 	}
 }
+
+// TestCandidateNodesReadsNamedNodesByKey: the node listing comes from an
+// eventually consistent index, which may not list a node that has just
+// registered; the nodes a query names (the node of a node-update
+// evaluation of a system job) are read from the table, so the evaluation
+// still sees the new node.
+func TestCandidateNodesReadsNamedNodesByKey(t *testing.T) {
+	t.Parallel()
+	h := newHome(t, ddb.Config{})
+	h.node("n1", 1000, 1<<20)
+	h.node("n2", 1000, 1<<20)
+	// n2 as the index sees it right after its registration: not yet there.
+	_, err := h.store.Client().UpdateItem(ctx, &awsddb.UpdateItemInput{TableName: aws.String(h.store.Table()),
+		Key:              map[string]types.AttributeValue{"PK": &types.AttributeValueMemberS{Value: "NODE#n2"}, "SK": &types.AttributeValueMemberS{Value: "META"}},
+		UpdateExpression: aws.String("REMOVE g1pk, g1sk")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(q storage.NodeQuery) []string {
+		us, err := h.store.CandidateNodes(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, u := range us {
+			out = append(out, u.Node.ID)
+		}
+		return out
+	}
+	if got := ids(storage.NodeQuery{}); len(got) != 1 || got[0] != "n1" {
+		t.Fatalf("candidates from the index alone: %v (want n1: the test hides n2 from the index)", got)
+	}
+	if got := ids(storage.NodeQuery{Include: []string{"n2", "gone"}}); len(got) != 2 || got[0] != "n1" || got[1] != "n2" {
+		t.Fatalf("candidates with n2 named: %v, want [n1 n2]", got)
+	}
+}

@@ -69,6 +69,39 @@ func (s *Store) jobSnapshot(ctx context.Context, ns, jobID string) (*storage.Job
 	return snap, nil
 }
 
+// checkPortsFree refuses, before anything is written, placements whose host
+// ports are held on their node (as CommitPlan read it, less what the plan
+// releases) or taken twice by the plan: the transaction's conditions
+// would refuse the first too, this names the port and keeps a plan from
+// changing one port's entry twice in one transaction.
+func checkPortsFree(st *planState, released map[string][]int, placeNodes map[string][]*structs.Allocation) error {
+	for nodeID, list := range placeNodes {
+		n := st.nodes[nodeID]
+		if n == nil {
+			continue
+		}
+		held := map[int]int{}
+		for _, p := range n.ports {
+			held[p]++
+		}
+		for _, p := range released[nodeID] {
+			held[p]--
+		}
+		for _, a := range list {
+			if !a.HoldsResources() {
+				continue
+			}
+			for _, p := range a.AllocatedResources.HostPorts() {
+				if held[p] > 0 {
+					return storage.Conflictf("placement of %s on node %s: host port %d is already held by a live alloc", a.Name, nodeID, p)
+				}
+				held[p]++
+			}
+		}
+	}
+	return nil
+}
+
 // planState is what CommitPlan read before writing.
 type planState struct {
 	masters map[string]*allocRecord // alloc ID →
@@ -239,6 +272,7 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	var units []*unit
 	perUnit := max(1, (s.cfg.ChunkActions-3)/2) // allocs per unit: 2 items each, plus the node's two and the head
 	byNode := map[string][]string{}
+	released := map[string][]int{} // node ID → host ports the plan's stops give back
 	var nodeOrder []string
 	for _, id := range order {
 		a := changed[id]
@@ -250,13 +284,17 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	for _, nodeID := range nodeOrder {
 		ids := byNode[nodeID]
 		acts := make([][2]action, len(ids))
+		ports := make([]int, len(ids))
 		for i, id := range ids {
 			a := changed[id]
 			master, assign := allocItems(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion))
 			acts[i] = [2]action{s.put(master, "mi = :pmi", item{":pmi": avU(st.masters[id].mi)}, fmt.Sprintf("alloc %s changed since it was read", id)),
 				s.put(assign, "", nil, "assignment "+id)}
+			if holdBefore[id] && !a.HoldsResources() {
+				ports[i] = len(a.AllocatedResources.HostPorts())
+			}
 		}
-		for _, run := range splitRuns(acts, perUnit, unitBytes) {
+		for _, run := range splitRuns(acts, ports, perUnit, unitBytes) {
 			u := newUnit()
 			for i := run[0]; i < run[1]; i++ {
 				id, a := ids[i], changed[ids[i]]
@@ -269,6 +307,8 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 						d.mem -= r.MemoryMB
 						d.disk -= r.DiskMB
 						d.allocs--
+						d.give = append(d.give, a.AllocatedResources.HostPorts()...)
+						released[nodeID] = append(released[nodeID], a.AllocatedResources.HostPorts()...)
 					}
 					u.head(plan.Namespace, plan.JobID).live--
 				}
@@ -324,15 +364,22 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 		}
 		placeNodes[a.NodeID] = append(placeNodes[a.NodeID], a)
 	}
+	if err := checkPortsFree(st, released, placeNodes); err != nil {
+		return 0, err
+	}
 	for _, nodeID := range placeOrder {
 		list := placeNodes[nodeID]
 		acts := make([][2]action, len(list))
+		ports := make([]int, len(list))
 		for i, a := range list {
 			master, assign := allocItems(a, st.vc.get(a.Namespace, a.JobID, a.JobVersion))
 			acts[i] = [2]action{s.put(master, "attribute_not_exists(PK)", nil, fmt.Sprintf("alloc %s (%s) already exists", a.ID, a.Name)),
 				s.put(assign, "", nil, "assignment "+a.ID)}
+			if a.HoldsResources() {
+				ports[i] = len(a.AllocatedResources.HostPorts())
+			}
 		}
-		for _, run := range splitRuns(acts, perUnit, unitBytes) {
+		for _, run := range splitRuns(acts, ports, perUnit, unitBytes) {
 			u := newUnit()
 			d := u.node(nodeID)
 			d.place, d.setIdx = true, idx
@@ -345,6 +392,9 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 					d.mem += r.MemoryMB
 					d.disk += r.DiskMB
 					d.allocs++
+					if hp := a.AllocatedResources.HostPorts(); len(hp) > 0 {
+						d.take = append(d.take, hp...)
+					}
 					u.head(plan.Namespace, plan.JobID).live++
 				}
 				if a.DeploymentID != "" {

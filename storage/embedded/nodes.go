@@ -239,7 +239,7 @@ func withUsage(tx *bolt.Tx, nodes []*structs.Node) ([]*storage.NodeUsage, error)
 		if err != nil {
 			return nil, fmt.Errorf("usage of node %s: %w", n.ID, err)
 		}
-		out[i] = &storage.NodeUsage{Node: n, Used: u.res, Allocs: int(u.allocs)}
+		out[i] = &storage.NodeUsage{Node: n, Used: u.res, Allocs: int(u.allocs), Ports: u.ports}
 	}
 	return out, nil
 }

@@ -304,6 +304,9 @@ func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 		if ok, dim := node.Capacity().Superset(u.res); !ok {
 			return storage.Conflictf("node %s over-committed: %s exhausted", id, dim)
 		}
+		if len(u.clashes) > 0 {
+			return storage.Conflictf("node %s over-committed: host port %d is already held by a live alloc", id, u.clashes[0])
+		}
 	}
 	return nil
 }

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -18,31 +19,65 @@ import (
 // allocs and is released exactly once: a transaction that aborts rolls the
 // record back with the allocs.
 //
-// Record format (version 1), all integers signed varints
+// Record format (version 2), all integers signed varints
 // (encoding/binary.AppendVarint):
 //
-//	byte 0:   format version (1)
+//	byte 0:   format version (2)
 //	varint:   CPU MHz held
 //	varint:   memory MiB held
 //	varint:   disk MiB held
 //	varint:   number of allocs holding resources
+//	varint:   number of host ports held, then each port, ascending, as
+//	          the difference from the one before (the first from 0)
 //
-// A later version appends fields (ports, with the workload issue); a
-// reader takes the fields present and leaves the rest zero.
+// Version 1 records end after the alloc count (no ports: allocs held none
+// before group networks existed). A reader takes the fields present and
+// leaves the rest zero. The port list may hold a port twice only if a
+// non-plan write made two allocs hold it (a client report reviving a
+// finished alloc); a plan that would is refused (checkCapacity).
 
-const usageFormat = 1
+const usageFormat = 2
 
 // usageRec is one node's usage record.
 type usageRec struct {
 	res    structs.ComparableResources
 	allocs int64
+	ports  []int // host ports held, ascending
+	// clashes are ports this transaction's placements took that were
+	// already held (not stored; checkCapacity refuses the plan).
+	clashes []int
+}
+
+// addPorts takes ports into the record, noting those already held.
+func (u *usageRec) addPorts(ports []int) {
+	for _, p := range ports {
+		i, found := slices.BinarySearch(u.ports, p)
+		if found {
+			u.clashes = append(u.clashes, p)
+		}
+		u.ports = slices.Insert(u.ports, i, p)
+	}
+}
+
+// dropPorts gives ports back (one holder each).
+func (u *usageRec) dropPorts(ports []int) {
+	for _, p := range ports {
+		if i, found := slices.BinarySearch(u.ports, p); found {
+			u.ports = slices.Delete(u.ports, i, i+1)
+		}
+	}
 }
 
 func encodeUsage(u usageRec) []byte {
-	b := make([]byte, 1, 1+4*binary.MaxVarintLen64)
+	b := make([]byte, 1, 1+(5+len(u.ports))*binary.MaxVarintLen64)
 	b[0] = usageFormat
-	for _, v := range []int64{u.res.CPU, u.res.MemoryMB, u.res.DiskMB, u.allocs} {
+	for _, v := range []int64{u.res.CPU, u.res.MemoryMB, u.res.DiskMB, u.allocs, int64(len(u.ports))} {
 		b = binary.AppendVarint(b, v)
+	}
+	prev := 0
+	for _, p := range u.ports {
+		b = binary.AppendVarint(b, int64(p-prev))
+		prev = p
 	}
 	return b
 }
@@ -55,7 +90,8 @@ func decodeUsage(b []byte) (usageRec, error) {
 	if b[0] < 1 {
 		return u, fmt.Errorf("usage record format %d unknown", b[0])
 	}
-	fields := []*int64{&u.res.CPU, &u.res.MemoryMB, &u.res.DiskMB, &u.allocs}
+	var nports int64
+	fields := []*int64{&u.res.CPU, &u.res.MemoryMB, &u.res.DiskMB, &u.allocs, &nports}
 	rest := b[1:]
 	for _, f := range fields {
 		if len(rest) == 0 {
@@ -67,6 +103,21 @@ func decodeUsage(b []byte) (usageRec, error) {
 		}
 		*f, rest = v, rest[n:]
 	}
+	if nports < 0 || nports > int64(len(rest)) {
+		return u, fmt.Errorf("usage record holds %d ports in %d bytes", nports, len(rest))
+	}
+	if nports > 0 {
+		u.ports = make([]int, 0, nports)
+		prev := 0
+		for range nports {
+			v, n := binary.Varint(rest)
+			if n <= 0 {
+				return u, errors.New("usage record truncated in its ports")
+			}
+			prev += int(v)
+			u.ports, rest = append(u.ports, prev), rest[n:]
+		}
+	}
 	return u, nil
 }
 
@@ -75,6 +126,7 @@ func decodeUsage(b []byte) (usageRec, error) {
 type holding struct {
 	node   string
 	res    structs.ComparableResources
+	ports  []int // host ports
 	held   bool
 	stored bool // the alloc exists in the store
 }
@@ -86,7 +138,7 @@ func holdingOf(a *structs.Allocation) holding {
 	if !a.HoldsResources() {
 		return holding{stored: true}
 	}
-	return holding{node: a.NodeID, res: a.AllocatedResources.Comparable(), held: true, stored: true}
+	return holding{node: a.NodeID, res: a.AllocatedResources.Comparable(), ports: a.AllocatedResources.HostPorts(), held: true, stored: true}
 }
 
 // usageOf returns the node's usage as this transaction has it (loaded
@@ -112,6 +164,7 @@ func (w *wtx) moveUsage(was, now holding) error {
 		}
 		u.res = u.res.Sub(was.res)
 		u.allocs--
+		u.dropPorts(was.ports)
 	}
 	if now.held {
 		u, err := w.usageOf(now.node)
@@ -120,6 +173,7 @@ func (w *wtx) moveUsage(was, now holding) error {
 		}
 		u.res = u.res.Add(now.res)
 		u.allocs++
+		u.addPorts(now.ports)
 	}
 	return nil
 }
@@ -192,6 +246,7 @@ func rebuildUsage(tx *bolt.Tx) error {
 		}
 		u.res = u.res.Add(h.res)
 		u.allocs++
+		u.addPorts(h.ports)
 	}
 	b := tx.Bucket(bNodeUsage)
 	for id, u := range recs {

@@ -74,6 +74,8 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"ACLPolicies", testACLPolicies},
 		{"ACLBootstrap", testACLBootstrap},
 		{"NodeSecrets", testNodeSecrets},
+		{"PortUsage", testPortUsage},
+		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -35,6 +35,7 @@ func checkUsage(t *testing.T, s storage.Store, when string) {
 			t.Fatalf("%s: node %s over-committed (%s)", when, u.Node.ID, dim)
 		}
 	}
+	checkPorts(t, s, when)
 }
 
 func usageOf(t *testing.T, s storage.Store, nodeID string) *storage.NodeUsage {

@@ -1,0 +1,177 @@
+package e2e
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+)
+
+// taskLog reads a task's stdout log in the dev agent's data dir.
+func taskLog(dir, allocID, task string) string {
+	b, _ := os.ReadFile(filepath.Join(dir, "client", "alloc", allocID, "alloc", "logs", task+".stdout.0"))
+	return string(b)
+}
+
+func rawExecTask(name, script string) *api.Task {
+	return api.NewTask(name, "raw_exec").
+		SetConfig("command", "/bin/sh").
+		SetConfig("args", []string{"-c", script}).
+		Require(&api.Resources{CPU: ptr(100), MemoryMB: ptr(32)})
+}
+
+func noRestartGroup(name string, tasks ...*api.Task) *api.TaskGroup {
+	tg := api.NewTaskGroup(name, 1)
+	for _, t := range tasks {
+		tg.AddTask(t)
+	}
+	tg.RestartPolicy = &api.RestartPolicy{Attempts: ptr(0), Mode: ptr("fail")}
+	tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: ptr(0), Unlimited: ptr(false)}
+	return tg
+}
+
+// TestTemplatesEndToEnd: with the real binary, an env = true template's
+// value is in the task's environment (the task prints it); a job update
+// that changes what a change_mode restart template renders (in place:
+// the job's name, which NOMAD_JOB_NAME carries) re-renders it and
+// restarts the task, which then reads the new content.
+func TestTemplatesEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	a := startAgent(t, dir, anyPort)
+	c := a.client()
+
+	envTask := rawExecTask("hello", `echo "$GREETING"`)
+	envTask.Templates = []*api.Template{{
+		DestPath: ptr("local/app.env"), Envvars: ptr(true),
+		EmbeddedTmpl: ptr(`GREETING=hello from {{ env "NOMAD_JOB_NAME" }} alloc {{ env "NOMAD_ALLOC_INDEX" }}`),
+	}}
+	batch := api.NewBatchJob("tmpl-env", "tmpl-env", "global", 50)
+	batch.AddTaskGroup(noRestartGroup("g", envTask))
+	register(t, c, batch)
+
+	script := taskScript(t, dir, "tmpl-restart.sh", `cat local/name.txt; echo; while true; do sleep 1; done`)
+	svcTask := api.NewTask("web", "raw_exec").SetConfig("command", script).
+		Require(&api.Resources{CPU: ptr(100), MemoryMB: ptr(32)})
+	svcTask.Templates = []*api.Template{{
+		DestPath: ptr("local/name.txt"), ChangeMode: ptr("restart"), Splay: ptr(time.Duration(0)),
+		EmbeddedTmpl: ptr(`{{ env "NOMAD_JOB_NAME" }}`),
+	}}
+	svc := api.NewServiceJob("tmpl-restart", "tmpl-restart", "global", 50)
+	svc.AddTaskGroup(api.NewTaskGroup("g", 1).AddTask(svcTask))
+	register(t, c, svc)
+
+	waitFor(t, 60*time.Second, "tmpl-env complete", func() bool { return count(allocsByStatus(t, c, "tmpl-env"), "run/complete") == 1 })
+	done := onlyAlloc(t, c, "tmpl-env", "run/complete")
+	if out := taskLog(dir, done.ID, "hello"); out != "hello from tmpl-env alloc 0\n" {
+		t.Fatalf("task printed %q", out)
+	}
+
+	waitFor(t, 60*time.Second, "tmpl-restart running", func() bool { return count(allocsByStatus(t, c, "tmpl-restart"), "run/running") == 1 })
+	run := onlyAlloc(t, c, "tmpl-restart", "run/running")
+	waitFor(t, 20*time.Second, "first render printed", func() bool { return taskLog(dir, run.ID, "web") == "tmpl-restart\n" })
+
+	svc.Name = ptr("renamed")
+	register(t, c, svc)
+	waitFor(t, 60*time.Second, "the task restarted by its template", func() bool {
+		al, _, err := c.Allocations().Info(run.ID, nil)
+		return err == nil && al.TaskStates["web"] != nil && al.TaskStates["web"].Restarts == 1 &&
+			strings.HasSuffix(taskLog(dir, run.ID, "web"), "renamed\n")
+	})
+	al, _, _ := c.Allocations().Info(run.ID, nil)
+	ev := findEvt(al.TaskStates["web"], "Restart Signaled")
+	if ev == nil || ev.DisplayMessage != "Template with change_mode restart re-rendered" {
+		t.Fatalf("Restart Signaled %+v; events %v", ev, eventSummary(al.TaskStates["web"]))
+	}
+	if got := allocsByStatus(t, c, "tmpl-restart"); count(got, "run/running") != 1 || len(got) != 1 {
+		t.Fatalf("the update was not in place: %v", got)
+	}
+}
+
+// serveFile serves body at /path on 127.0.0.1 (a free port) and returns
+// the URL.
+func serveFile(t *testing.T, path string, body []byte) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != path {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write(body)
+	})}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+	return "http://" + l.Addr().String() + path
+}
+
+// TestArtifactsEndToEnd: with the real binary, an artifact is fetched from
+// a local server with its checksum verified and the task reads it; one
+// with a wrong checksum fails its task with a "Failed Artifact Download"
+// event saying the checksums did not match.
+func TestArtifactsEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	a := startAgent(t, dir, anyPort)
+	c := a.client()
+	body := []byte("artifact payload\n")
+	sum := sha256.Sum256(body)
+	src := serveFile(t, "/payload.txt", body)
+
+	ok := rawExecTask("read", `cat local/payload.txt`)
+	ok.Artifacts = []*api.TaskArtifact{{GetterSource: ptr(src), GetterOptions: map[string]string{"checksum": "sha256:" + hex.EncodeToString(sum[:])}}}
+	good := api.NewBatchJob("artifact-ok", "artifact-ok", "global", 50)
+	good.AddTaskGroup(noRestartGroup("g", ok))
+	register(t, c, good)
+
+	bad := rawExecTask("read", `cat local/payload.txt`)
+	bad.Artifacts = []*api.TaskArtifact{{GetterSource: ptr(src), GetterOptions: map[string]string{"checksum": "sha256:" + strings.Repeat("ab", 32)}}}
+	wrong := api.NewBatchJob("artifact-bad", "artifact-bad", "global", 50)
+	wrong.AddTaskGroup(noRestartGroup("g", bad))
+	register(t, c, wrong)
+
+	waitFor(t, 60*time.Second, "artifact-ok complete", func() bool { return count(allocsByStatus(t, c, "artifact-ok"), "run/complete") == 1 })
+	if out := taskLog(dir, onlyAlloc(t, c, "artifact-ok", "run/complete").ID, "read"); out != string(body) {
+		t.Fatalf("task read %q", out)
+	}
+	waitFor(t, 60*time.Second, "artifact-bad failed", func() bool { return count(allocsByStatus(t, c, "artifact-bad"), "run/failed") == 1 })
+	st := onlyAlloc(t, c, "artifact-bad", "run/failed").TaskStates["read"]
+	ev := findEvt(st, "Failed Artifact Download")
+	if ev == nil || !strings.Contains(ev.DisplayMessage, "Checksums did not match") || findEvt(st, "Started") != nil {
+		t.Fatalf("Failed Artifact Download %+v; events %v", ev, eventSummary(st))
+	}
+}
+
+// TestMaxRunDurationEndToEnd: with the real binary, a batch task that runs
+// past its group's max_run_duration is killed and the alloc ends
+// complete with Nomad's reason.
+func TestMaxRunDurationEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	a := startAgent(t, dir, anyPort)
+	c := a.client()
+	script := taskScript(t, dir, "forever.sh", `while true; do sleep 1; done`)
+	task := api.NewTask("work", "raw_exec").SetConfig("command", script).
+		Require(&api.Resources{CPU: ptr(100), MemoryMB: ptr(32)})
+	job := api.NewBatchJob("mrd", "mrd", "global", 50)
+	tg := noRestartGroup("g", task)
+	tg.MaxRunDuration = ptr(2 * time.Second)
+	job.AddTaskGroup(tg)
+	register(t, c, job)
+	waitFor(t, 60*time.Second, "mrd complete", func() bool { return count(allocsByStatus(t, c, "mrd"), "run/complete") == 1 })
+	al := onlyAlloc(t, c, "mrd", "run/complete")
+	ev := findEvt(al.TaskStates["work"], "Killing")
+	if al.ClientDescription != "allocation exceeded max_run_duration" || ev == nil || ev.DisplayMessage != "allocation exceeded max_run_duration" {
+		t.Fatalf("description %q, Killing %+v", al.ClientDescription, ev)
+	}
+	if len(procsWith(script)) != 0 {
+		t.Fatal("the task still runs")
+	}
+}
