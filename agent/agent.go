@@ -93,6 +93,9 @@ type Config struct {
 	NetworkAddress, NetworkInterface string
 	MinDynamicPort, MaxDynamicPort   int
 	ReservedPorts                    string
+	// HostVolumes are the host volumes a client's node offers, by name
+	// (-host-volume).
+	HostVolumes map[string]*structs.ClientHostVolumeConfig
 	// GCMaxAllocs is how many allocs a client keeps before it destroys
 	// terminal ones (Nomad's gc_max_allocs; default 50).
 	GCMaxAllocs int
@@ -256,7 +259,8 @@ func (a *Agent) newClient() error {
 		GCMaxAllocs: a.cfg.GCMaxAllocs, DockerAllowPrivileged: a.cfg.DockerAllowPrivileged, DockerVolumesEnabled: a.cfg.DockerVolumesEnabled,
 		NetworkAddress: a.cfg.NetworkAddress, NetworkInterface: a.cfg.NetworkInterface,
 		MinDynamicPort: a.cfg.MinDynamicPort, MaxDynamicPort: a.cfg.MaxDynamicPort, ReservedPorts: a.cfg.ReservedPorts,
-		Version: Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
+		HostVolumes: a.cfg.HostVolumes,
+		Version:     Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
 	})
 	if err != nil {
 		return fmt.Errorf("create node agent: %w", err)

@@ -203,6 +203,8 @@ type TaskConfig struct {
 	// StateDir is the driver's private directory for this task, inside
 	// TaskDir, kept across restarts of the agent.
 	StateDir string
+	// Mounts are the host volumes the task mounts (volume_mount blocks).
+	Mounts []MountConfig `json:",omitempty"`
 
 	// Events, when set, receives driver messages worth a task event
 	// ("Downloading image ..."); not persisted.
@@ -217,6 +219,16 @@ func (c *TaskConfig) ValidateContext() ValidateContext {
 		vc.GroupPorts = append(vc.GroupPorts, p.Label)
 	}
 	return vc
+}
+
+// MountConfig is one host path mounted into a task (Nomad's
+// drivers.MountConfig): TaskPath is where the task sees it — inside its
+// chroot or container, or, for drivers without filesystem isolation,
+// inside its task dir.
+type MountConfig struct {
+	TaskPath string
+	HostPath string
+	ReadOnly bool `json:",omitempty"`
 }
 
 // EnvList returns Env as sorted KEY=value entries.

@@ -175,3 +175,81 @@ func TestMaxRunDurationEndToEnd(t *testing.T) {
 		t.Fatal("the task still runs")
 	}
 }
+
+// TestHostVolumesEndToEnd: with the real binary and -host-volume, a
+// raw_exec task sees the volume at its destination inside its task dir
+// (a symlink) and an exec task inside its chroot (a bind mount, read-only
+// when the mount says so); a job asking for a volume the node lacks is
+// not placed, with Nomad's filter reason.
+func TestHostVolumesEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	vol := filepath.Join(dir, "vol")
+	if err := os.MkdirAll(vol, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	os.Chmod(vol, 0o755)
+	if err := os.WriteFile(filepath.Join(vol, "in.txt"), []byte("from the host volume"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	a := startAgent(t, filepath.Join(dir, "data"), anyPort, "-host-volume", "shared="+vol)
+	c := a.client()
+	nodes, _, err := c.Nodes().List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, _, err := c.Nodes().Info(nodes[0].ID, nil)
+	if err != nil || n.HostVolumes["shared"] == nil || n.HostVolumes["shared"].Path != vol {
+		t.Fatalf("node host volumes %+v %v", n.HostVolumes, err)
+	}
+
+	volJob := func(id string, task *api.Task, readOnly bool) *api.Job {
+		task.VolumeMounts = []*api.VolumeMount{{Volume: ptr("v"), Destination: ptr("/data"), ReadOnly: ptr(readOnly)}}
+		job := api.NewBatchJob(id, id, "global", 50)
+		tg := noRestartGroup("g", task)
+		tg.Volumes = map[string]*api.VolumeRequest{"v": {Name: "v", Type: "host", Source: "shared"}}
+		job.AddTaskGroup(tg)
+		return job
+	}
+	register(t, c, volJob("vol-raw", rawExecTask("read", `cat data/in.txt`), false))
+	exec := os.Geteuid() == 0
+	if exec {
+		task := api.NewTask("read", "exec").SetConfig("command", "/bin/sh").
+			SetConfig("args", []string{"-c", `cat /data/in.txt; echo; touch /data/new 2>/dev/null && echo rw || echo ro`}).
+			Require(&api.Resources{CPU: ptr(100), MemoryMB: ptr(32)})
+		register(t, c, volJob("vol-exec", task, true))
+	}
+	missing := volJob("vol-missing", rawExecTask("read", "true"), false)
+	missing.TaskGroups[0].Volumes["v"].Source = "nope"
+	register(t, c, missing)
+
+	waitFor(t, 60*time.Second, "vol-raw complete", func() bool { return count(allocsByStatus(t, c, "vol-raw"), "run/complete") == 1 })
+	if out := taskLog(filepath.Join(dir, "data"), onlyAlloc(t, c, "vol-raw", "run/complete").ID, "read"); out != "from the host volume" {
+		t.Fatalf("raw_exec task read %q", out)
+	}
+	if exec {
+		waitFor(t, 60*time.Second, "vol-exec complete", func() bool { return count(allocsByStatus(t, c, "vol-exec"), "run/complete") == 1 })
+		if out := taskLog(filepath.Join(dir, "data"), onlyAlloc(t, c, "vol-exec", "run/complete").ID, "read"); out != "from the host volume\nro\n" {
+			t.Fatalf("exec task printed %q", out)
+		}
+		if _, err := os.Stat(filepath.Join(vol, "new")); err == nil {
+			t.Fatal("the read-only mount was written")
+		}
+	} else {
+		t.Log("exec part skipped: the exec driver needs root")
+	}
+	waitFor(t, 30*time.Second, "vol-missing's placement failure", func() bool {
+		evals, _, err := c.Jobs().Evaluations("vol-missing", nil)
+		if err != nil {
+			return false
+		}
+		for _, e := range evals {
+			if m := e.FailedTGAllocs["g"]; m != nil && m.ConstraintFiltered["missing compatible host volumes"] == 1 {
+				return true
+			}
+		}
+		return false
+	})
+	if got := allocsByStatus(t, c, "vol-missing"); len(got) != 0 {
+		t.Fatalf("vol-missing placed: %v", got)
+	}
+}

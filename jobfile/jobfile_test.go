@@ -201,8 +201,9 @@ func TestBadFiles(t *testing.T) {
 }
 
 // TestNomadBlocksDecode: blocks of Nomad's job specification that drover
-// does not run (network, service, template...) are decoded, not dropped,
-// so the server's validation refuses them by name.
+// does not run (service...) are decoded, not dropped, so the server's
+// validation refuses them by name; a port with `static` is a reserved
+// port, as Nomad's parser makes it.
 func TestNomadBlocksDecode(t *testing.T) {
 	src := `
 job "x" {
@@ -246,9 +247,36 @@ job "x" {
 		t.Fatal(err)
 	}
 	tg := job.TaskGroups[0]
-	if job.Periodic == nil || len(job.Periodic.Specs) != 1 || len(tg.Networks) != 1 || len(tg.Networks[0].ReservedPorts)+len(tg.Networks[0].DynamicPorts) != 1 ||
+	if job.Periodic == nil || len(job.Periodic.Specs) != 1 || len(tg.Networks) != 1 || len(tg.Networks[0].ReservedPorts) != 1 || len(tg.Networks[0].DynamicPorts) != 0 ||
 		len(tg.Services) != 1 || len(tg.Services[0].Checks) != 1 || tg.Services[0].Checks[0].Interval != 10*time.Second ||
 		tg.Volumes["data"] == nil || tg.Volumes["data"].Source != "data" || len(tg.Tasks[0].Templates) != 1 || len(tg.Tasks[0].Artifacts) != 1 {
 		t.Fatalf("Nomad blocks not decoded: %+v", tg)
+	}
+}
+
+// A network block as Nomad users write it: static ports become reserved
+// ports, the others dynamic, `to` kept.
+func TestNetworkPortsDecode(t *testing.T) {
+	job, err := parseString(`
+job "web" {
+  group "g" {
+    network {
+      mode = "host"
+      port "http" { to = 8080 }
+      port "admin" { static = 9000 }
+    }
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/true" }
+    }
+  }
+}`, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := job.TaskGroups[0].Networks[0]
+	if n.Mode != "host" || len(n.DynamicPorts) != 1 || n.DynamicPorts[0].Label != "http" || n.DynamicPorts[0].To != 8080 ||
+		len(n.ReservedPorts) != 1 || n.ReservedPorts[0].Label != "admin" || n.ReservedPorts[0].Value != 9000 {
+		t.Fatalf("network %+v", n)
 	}
 }

@@ -103,7 +103,33 @@ func (p *parser) decodeJob(b *hcl.Block, job *api.Job) hcl.Diagnostics {
 	if job.Name == nil {
 		job.Name = &id
 	}
+	for _, tg := range job.TaskGroups {
+		if tg != nil {
+			staticPorts(tg.Networks)
+		}
+	}
 	return diags
+}
+
+// staticPorts moves the ports of a network block that set `static` from
+// DynamicPorts (where every `port` block decodes) to ReservedPorts, as
+// Nomad's HCL parser does: in the JSON job a static port is a reserved
+// port.
+func staticPorts(networks []*api.NetworkResource) {
+	for _, n := range networks {
+		if n == nil || len(n.DynamicPorts) == 0 {
+			continue
+		}
+		var dynamic []api.Port
+		for _, p := range n.DynamicPorts {
+			if p.Value > 0 {
+				n.ReservedPorts = append(n.ReservedPorts, p)
+			} else {
+				dynamic = append(dynamic, p)
+			}
+		}
+		n.DynamicPorts = dynamic
+	}
 }
 
 // IsJSON reports whether src looks like a JSON document (its first

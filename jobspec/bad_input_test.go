@@ -373,7 +373,10 @@ func TestBadInput(t *testing.T) {
 			grp(m, 0)["Affinities"] = list(obj{"LTarget": "${node.class}", "RTarget": "x", "Operand": "="})
 		}, field: gp, rule: "affinity block is not supported by drover yet"},
 		{name: "group spread", mut: func(m obj) { grp(m, 0)["Spreads"] = list(obj{"Attribute": "${node.datacenter}"}) }, field: gp, rule: "spread block is not supported"},
-		{name: "group volume", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host", "Source": "data"}} }, field: gp, rule: "volume block is not supported"},
+		{name: "group volume csi", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "csi", "Source": "ebs"}} }, field: gp + ".Volumes.data.Type", rule: "csi volume block is not supported by drover"},
+		{name: "group volume type", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "nfs", "Source": "x"}} }, field: gp + ".Volumes.data.Type", rule: `unrecognized type "nfs"`},
+		{name: "group volume source", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host"}} }, field: gp + ".Volumes.data.Source", rule: "empty source"},
+		{name: "group volume per_alloc", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host", "Source": "d", "PerAlloc": true}} }, field: gp + ".Volumes.data.PerAlloc", rule: "not supported by drover yet"},
 		{name: "network mode bridge", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "bridge" is not supported by drover yet`},
 		{name: "network mode cni", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "cni/mynet"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "cni/mynet" is not supported`},
 		{name: "network mode unknown", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "hots"}) }, field: gp + ".Networks[0].Mode", rule: `unknown network mode "hots"`},
@@ -485,7 +488,15 @@ func TestBadInput(t *testing.T) {
 			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "Wait": obj{"Min": ns("10s"), "Max": ns("2s")}})
 		}, field: tp + ".Templates[0].Wait", rule: "must not be greater than max"},
 		{name: "dispatch_payload", mut: func(m obj) { tsk(m, 0, 0)["DispatchPayload"] = obj{"File": "in"} }, field: tp, rule: "dispatch_payload block is not supported"},
-		{name: "volume_mount", mut: func(m obj) { tsk(m, 0, 0)["VolumeMounts"] = list(obj{"Volume": "data", "Destination": "/data"}) }, field: tp, rule: "volume_mount block is not supported"},
+		{name: "volume_mount unknown volume", mut: func(m obj) { tsk(m, 0, 0)["VolumeMounts"] = list(obj{"Volume": "data", "Destination": "/data"}) }, field: tp + ".VolumeMounts[0].Volume", rule: `names volume "data", which the group does not define`},
+		{name: "volume_mount destination", mut: func(m obj) {
+			grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host", "Source": "d"}}
+			tsk(m, 0, 0)["VolumeMounts"] = list(obj{"Volume": "data"})
+		}, field: tp + ".VolumeMounts[0].Destination", rule: "must be set"},
+		{name: "volume_mount propagation", mut: func(m obj) {
+			grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host", "Source": "d"}}
+			tsk(m, 0, 0)["VolumeMounts"] = list(obj{"Volume": "data", "Destination": "/d", "PropagationMode": "bidirectional"})
+		}, field: tp + ".VolumeMounts[0].PropagationMode", rule: `"bidirectional" is not supported`},
 		{name: "csi_plugin", mut: func(m obj) { tsk(m, 0, 0)["CSIPluginConfig"] = obj{"ID": "ebs", "Type": "node"} }, field: tp, rule: "csi_plugin block is not supported"},
 		{name: "task scaling", mut: func(m obj) { tsk(m, 0, 0)["ScalingPolicies"] = list(obj{"Type": "vertical_cpu"}) }, field: tp, rule: "scaling block is not supported"},
 		{name: "secret", mut: func(m obj) { tsk(m, 0, 0)["Secrets"] = list(obj{"Name": "db", "Provider": "vault"}) }, field: tp, rule: "secret block is not supported"},

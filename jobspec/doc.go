@@ -76,7 +76,10 @@
 //     ReservedPorts and DynamicPorts with Label, Value, To, HostNetwork
 //     "default"; MBits kept as given), MaxRunDuration (batch and sysbatch
 //     jobs only, > 0, as Nomad's).
-//   - rejected: Affinities, Spreads, Volumes, Services, Scaling, Consul;
+//   - Volumes: type host with source and read_only (volumes.go); CSI
+//     volumes, per_alloc, sticky, access and attachment modes and mount
+//     options are refused.
+//   - rejected: Affinities, Spreads, Services, Scaling, Consul;
 //     in a network block: mode bridge, none and cni/*, the
 //     dns and cni blocks, Hostname, Device, CIDR and IP (the node's),
 //     another host network, ignore_collision.
@@ -95,8 +98,10 @@
 //     refused), options (checksum checked for form and length), headers,
 //     mode, insecure, destination (inside the allocation directory);
 //     chown is refused. See artifacts.go.
+//   - VolumeMounts: volume (one of the group's), destination, read_only;
+//     propagation modes other than private and selinux_label are refused.
 //   - rejected: Affinities, Services, Vault, Consul,
-//     DispatchPayload, VolumeMounts, CSIPluginConfig, Kind (Consul Connect),
+//     DispatchPayload, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //
 // api.Resources:

@@ -126,9 +126,7 @@ func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
 	if len(tg.Spreads) > 0 {
 		errs.unsupported(gp, "spread")
 	}
-	if len(tg.Volumes) > 0 {
-		errs.unsupported(gp, "volume")
-	}
+	checkVolumesInput(tg.Volumes, gp, errs)
 	for i, n := range tg.Networks {
 		checkNetworkInput(n, indexed(join(gp, "Networks"), i), errs)
 	}
@@ -227,7 +225,6 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
 		{t.DispatchPayload != nil, "dispatch_payload"},
-		{len(t.VolumeMounts) > 0, "volume_mount"},
 		{t.CSIPluginConfig != nil, "csi_plugin"},
 		{len(t.ScalingPolicies) > 0, "scaling"},
 		{len(t.Secrets) > 0, "secret"},
@@ -243,6 +240,7 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 	}
 	checkTemplatesInput(t.Templates, tp, errs)
 	checkArtifactsInput(t.Artifacts, tp, errs)
+	checkVolumeMountsInput(t.VolumeMounts, tp, errs)
 	if t.Kind != "" {
 		errs.add(join(tp, "Kind"), "task kind %q (Consul Connect) is not supported by drover yet", t.Kind)
 	}
@@ -390,6 +388,7 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 	if tg.MaxRunDuration != nil {
 		out.MaxRunDuration = durationPtr(*tg.MaxRunDuration)
 	}
+	out.Volumes = convertVolumes(tg.Volumes)
 	for _, n := range tg.Networks {
 		out.Networks = append(out.Networks, convertNetwork(n))
 	}
@@ -431,6 +430,7 @@ func convertTask(t *api.Task) *structs.Task {
 		KillSignal:    t.KillSignal,
 		Templates:     convertTemplates(t.Templates),
 		Artifacts:     convertArtifacts(t.Artifacts),
+		VolumeMounts:  convertVolumeMounts(t.VolumeMounts),
 	}
 	if t.Lifecycle != nil {
 		out.Lifecycle = &structs.TaskLifecycle{Hook: t.Lifecycle.Hook, Sidecar: t.Lifecycle.Sidecar}

@@ -325,6 +325,7 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 	}
 	validateTemplates(t.Templates, tp, errs)
 	validateArtifacts(t.Artifacts, tp, errs)
+	validateVolumeMounts(tg, t, tp, errs)
 
 	if r := t.Resources; r == nil {
 		errs.add(join(tp, "Resources"), "must be set")

@@ -70,6 +70,9 @@ type Config struct {
 	// ReservedPorts are host ports never given to allocs, as "22,80,
 	// 8000-8010" (Nomad's client reserved.reserved_ports).
 	ReservedPorts string
+	// HostVolumes are the host volumes the node offers, by name (the
+	// -host-volume flags; Nomad's client host_volume blocks).
+	HostVolumes map[string]*structs.ClientHostVolumeConfig
 	// DevMode is the dev agent: raw_exec is enabled by default, and a
 	// graceful shutdown stops every task (otherwise tasks keep running
 	// under their supervisors for the next agent to re-attach).
@@ -223,6 +226,9 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 	if err := checkNetworkConfig(&cfg); err != nil {
 		return nil, fmt.Errorf("nodeagent: %w", err)
 	}
+	if err := checkHostVolumes(cfg.HostVolumes); err != nil {
+		return nil, fmt.Errorf("nodeagent: %w", err)
+	}
 	ds, err := newDrivers(&cfg)
 	if err != nil {
 		return nil, err
@@ -327,6 +333,7 @@ func (a *Agent) refreshNode() error {
 		SchedulingEligibility: structs.NodeSchedulingEligible,
 		Status:                structs.NodeStatusInit,
 		Drivers:               driverInfo,
+		HostVolumes:           copyHostVolumes(a.cfg.HostVolumes),
 	}
 	a.nodeMu.Lock()
 	a.node = n

@@ -49,6 +49,8 @@ type taskRunner struct {
 	// hooks built.
 	drv drivers.Driver
 	env *taskEnv
+	// mounts are the host volumes the prestart hooks mounted.
+	mounts []drivers.MountConfig
 	// latest is the alloc as last received from the server (in-place
 	// updates change its job); prestart hooks are built from it.
 	latest *structs.Allocation
@@ -118,10 +120,14 @@ type restartRequest struct {
 }
 
 // initHooks builds the task's hook list, adding a hook only when the task
-// uses its feature: the task dir and environment always, then artifacts
-// (fetched before templates, which may read them), templates.
+// uses its feature: the task dir and environment always, then host
+// volumes, artifacts (fetched before templates, which may read them),
+// templates.
 func (tr *taskRunner) initHooks() []taskHook {
 	hooks := []taskHook{&taskDirHook{}, &taskEnvHook{}}
+	if len(tr.task.VolumeMounts) > 0 {
+		hooks = append(hooks, &volumeHook{})
+	}
 	if len(tr.task.Artifacts) > 0 {
 		hooks = append(hooks, newArtifactHook(tr.logger))
 	}
@@ -464,6 +470,7 @@ func (tr *taskRunner) prestart() error {
 		return errors.New("no task environment was built")
 	}
 	tr.env = resp.Env
+	tr.mounts = resp.Mounts
 	return nil
 }
 
@@ -504,6 +511,7 @@ func (tr *taskRunner) taskConfig(id string) *drivers.TaskConfig {
 	cfg := tr.dirsConfig(id)
 	cfg.Config = tr.env.interpolateConfig(tr.task.Config)
 	cfg.Env = tr.env.copyVars()
+	cfg.Mounts = tr.mounts
 	cfg.User = tr.task.User
 	if r := tr.task.Resources; r != nil {
 		cfg.Resources = drivers.Resources{CPU: r.CPU, MemoryMB: r.MemoryMB, MemoryMaxMB: r.MemoryMaxMB}

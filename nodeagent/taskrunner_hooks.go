@@ -50,6 +50,8 @@ type taskPrestartRequest struct {
 type taskPrestartResponse struct {
 	// Env is the task's environment (task_env).
 	Env *taskEnv
+	// Mounts are the host volumes the task mounts (volumes).
+	Mounts []drivers.MountConfig
 }
 
 // taskPrestartHook runs before the task's first start in this runner. An

@@ -342,8 +342,9 @@ type groupPlan struct {
 	distinct    bool    // distinct_hosts applies
 	jobLevel    bool    // ... across all the job's groups
 	limits      []propertyLimit
-	spread      bool        // score by Nomad's spread fit, not binpack
-	ports       *groupPorts // the group's network ask; nil without one
+	spread      bool                     // score by Nomad's spread fit, not binpack
+	ports       *groupPorts              // the group's network ask; nil without one
+	volumes     []*structs.VolumeRequest // the group's host volumes, by name
 }
 
 func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
@@ -363,6 +364,7 @@ func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
 	}
 	g.distinct, g.jobLevel = distinctHostsScope(p.job, tg)
 	g.limits = distinctPropertyLimits(p.job, tg, p.properties)
+	g.volumes = hostVolumeRequests(tg)
 	p.groups[tg] = g
 	return g
 }
@@ -404,6 +406,9 @@ func (p *Placer) infeasible(g *groupPlan, ns *nodeState) string {
 	}
 	if g.ports != nil && ns.node.HostNetwork() == nil {
 		return reasonMissingNetwork
+	}
+	if len(g.volumes) > 0 && !hasHostVolumes(ns.node, g.volumes) {
+		return reasonMissingHostVolumes
 	}
 	return ""
 }

@@ -17,6 +17,7 @@ import (
 
 	"github.com/drover-sched/drover/agent"
 	"github.com/drover-sched/drover/nodeagent"
+	"github.com/drover-sched/drover/structs"
 )
 
 // AgentCommand is `drover agent`: a dev agent (server and node in one
@@ -90,6 +91,11 @@ Agent Options:
   -reserved-ports=<ports>
     Host ports never given to allocations, as "22,80,8000-8010".
 
+  -host-volume=<name>=<path>[:ro]
+    A host volume the client's node offers to jobs' volume blocks (type
+    "host", source = name); repeatable. ":ro" lets it be mounted read-only
+    only. The path must exist.
+
   -gc-max-allocs=<n>
     Allocations a client keeps before destroying terminal ones. Default = 50
 
@@ -157,6 +163,8 @@ func (c *AgentCommand) Run(args []string) int {
 	minPort := fs.Int("min-dynamic-port", 0, "lowest port dynamic ports are picked from (default 20000)")
 	maxPort := fs.Int("max-dynamic-port", 0, "highest port dynamic ports are picked from (default 32000)")
 	reservedPorts := fs.String("reserved-ports", "", `host ports never given to allocations ("22,80,8000-8010")`)
+	var hostVolumes multiFlag
+	fs.Var(&hostVolumes, "host-volume", "a host volume the node offers, name=path or name=path:ro (repeatable)")
 	gcMaxAllocs := fs.Int("gc-max-allocs", 50, "allocs a client keeps before destroying terminal ones (Nomad's gc_max_allocs)")
 	heartbeatTTL := fs.Duration("heartbeat-ttl", 0, "heartbeat TTL servers hand to nodes (default 10s); a node silent for TTL+grace is down")
 	workers := fs.Int("workers", 0, "number of evaluation workers (servers; default four per CPU core)")
@@ -269,7 +277,20 @@ func (c *AgentCommand) Run(args []string) int {
 		}
 		serverList = []string{*awsAPI}
 	}
-	a, err := agent.New(agent.Config{DataDir: dir, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertiseHTTP, Dev: *dev, Server: *server, Client: *client,
+	vols := map[string]*structs.ClientHostVolumeConfig{}
+	for _, v := range hostVolumes {
+		hv, err := nodeagent.ParseHostVolume(v)
+		if err != nil {
+			fmt.Fprintf(stderr, "drover agent: -host-volume: %v\n", err)
+			return 1
+		}
+		if vols[hv.Name] != nil {
+			fmt.Fprintf(stderr, "drover agent: -host-volume: %q is given twice\n", hv.Name)
+			return 1
+		}
+		vols[hv.Name] = hv
+	}
+	a, err := agent.New(agent.Config{HostVolumes: vols, DataDir: dir, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertiseHTTP, Dev: *dev, Server: *server, Client: *client,
 		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
 		Datacenter: *datacenter, EnableRawExec: *rawExec,
 		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log,

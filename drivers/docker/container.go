@@ -55,11 +55,11 @@ func (d *Driver) createOptions(cfg *drivers.TaskConfig, tc *TaskConfig) (client.
 	labels[labelTaskID] = cfg.ID
 
 	cc := &container.Config{
-		Image:      tc.Image,
-		Env:        cfg.EnvList(),
-		Labels:     labels,
-		WorkingDir: tc.WorkDir,
-		Hostname:   tc.Hostname,
+		Image:        tc.Image,
+		Env:          cfg.EnvList(),
+		Labels:       labels,
+		WorkingDir:   tc.WorkDir,
+		Hostname:     tc.Hostname,
 		User:         cfg.User,
 		Tty:          tc.TTY,
 		OpenStdin:    tc.Interactive,
@@ -88,6 +88,10 @@ func (d *Driver) createOptions(cfg *drivers.TaskConfig, tc *TaskConfig) (client.
 		binds = append(binds, b)
 	}
 	var mounts []mount.Mount
+	// Host volumes (volume_mount): bind mounts the job's group asked for.
+	for _, m := range cfg.Mounts {
+		mounts = append(mounts, mount.Mount{Type: mount.TypeBind, Source: m.HostPath, Target: m.TaskPath, ReadOnly: m.ReadOnly})
+	}
 	for _, m := range tc.Mounts {
 		mm, err := d.mount(cfg, m)
 		if err != nil {

@@ -202,7 +202,8 @@ func (d *Driver) Start(_ context.Context, cfg *drivers.TaskConfig) (*drivers.Tas
 
 // chrootMounts are the mounts of a task's chroot: the chroot_env
 // directories read-only, the alloc's shared directory at /alloc, /proc, a
-// small /dev, and an empty read-only cover over the driver's state dir.
+// small /dev, the task's host volumes, and an empty read-only cover over
+// the driver's state dir.
 func (d *Driver) chrootMounts(cfg *drivers.TaskConfig, tc *TaskConfig) ([]supervisor.Mount, map[string]string, error) {
 	var mounts []supervisor.Mount
 	srcs := make([]string, 0, len(d.chrootEnv))
@@ -226,6 +227,14 @@ func (d *Driver) chrootMounts(cfg *drivers.TaskConfig, tc *TaskConfig) ([]superv
 		}
 	}
 	mounts = append(mounts, supervisor.Mount{FSType: "tmpfs", Target: "/dev/shm", Data: "mode=1777"})
+	// Host volumes (volume_mount), bound inside the chroot.
+	for _, m := range cfg.Mounts {
+		fi, err := os.Stat(m.HostPath)
+		if err != nil {
+			return nil, nil, fmt.Errorf("host volume %s: %w", m.HostPath, err)
+		}
+		mounts = append(mounts, supervisor.Mount{Source: m.HostPath, Target: m.TaskPath, ReadOnly: m.ReadOnly, File: !fi.IsDir()})
+	}
 	rel, err := filepath.Rel(cfg.TaskDir, cfg.StateDir)
 	if err != nil || rel == "." || filepath.IsAbs(rel) || rel == ".." || len(rel) > 2 && rel[:3] == "../" {
 		return nil, nil, fmt.Errorf("state dir %s is not inside the task dir %s", cfg.StateDir, cfg.TaskDir)

@@ -10,7 +10,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"time"
 
 	"github.com/drover-sched/drover/drivers"
@@ -68,6 +70,9 @@ func (d *Driver) Start(_ context.Context, cfg *drivers.TaskConfig) (*drivers.Tas
 	if err != nil {
 		return nil, drivers.Unrecoverable(fmt.Errorf("raw_exec config: %w", err))
 	}
+	if err := linkVolumes(cfg); err != nil {
+		return nil, drivers.Unrecoverable(err)
+	}
 	return d.Launch(cfg, &supervisor.Spec{
 		RunID:           cfg.ID,
 		Command:         tc.Command,
@@ -81,6 +86,30 @@ func (d *Driver) Start(_ context.Context, cfg *drivers.TaskConfig) (*drivers.Tas
 		LogDisabled:     cfg.Logs.Disabled,
 		StateDir:        cfg.StateDir,
 	})
+}
+
+// linkVolumes makes each host volume of the task (volume_mount) a symlink
+// at its destination inside the task dir, to the volume's host path: a
+// raw_exec task sees the host's filesystem, so a link is all it needs (and
+// read_only cannot be enforced on it: it can reach the host path anyway).
+// Nomad's raw_exec refuses host volumes altogether; drover links them.
+func linkVolumes(cfg *drivers.TaskConfig) error {
+	for _, m := range cfg.Mounts {
+		link := filepath.Join(cfg.TaskDir, filepath.Clean("/"+m.TaskPath))
+		if link == cfg.TaskDir {
+			return fmt.Errorf("volume_mount destination %q is the task dir itself", m.TaskPath)
+		}
+		if cur, err := os.Readlink(link); err == nil && cur == m.HostPath {
+			continue
+		}
+		if err := os.MkdirAll(filepath.Dir(link), 0o755); err != nil {
+			return fmt.Errorf("volume_mount %s: %w", m.TaskPath, err)
+		}
+		if err := os.Symlink(m.HostPath, link); err != nil {
+			return fmt.Errorf("volume_mount %s: %w", m.TaskPath, err)
+		}
+	}
+	return nil
 }
 
 // Recover implements drivers.Driver.

@@ -177,7 +177,9 @@ func BuildPlan(in *Input) *Result {
 	for _, id := range nodeIDs {
 		v := r.nodes[id]
 		allocs := liveOn[id]
-		sort.Slice(allocs, func(i, j int) bool { return allocs[i].Name < allocs[j].Name || (allocs[i].Name == allocs[j].Name && allocs[i].ID < allocs[j].ID) })
+		sort.Slice(allocs, func(i, j int) bool {
+			return allocs[i].Name < allocs[j].Name || (allocs[i].Name == allocs[j].Name && allocs[i].ID < allocs[j].ID)
+		})
 		have := map[string]bool{}
 		for _, a := range allocs {
 			have[a.Name] = true
@@ -292,11 +294,14 @@ func (r *run) existing(a *structs.Allocation, v *nodeView, tg *structs.TaskGroup
 		count(func(u *structs.DesiredUpdates) { u.Stop++ })
 		return
 	case n.Status == structs.NodeStatusDisconnected && a.ClientStatus == structs.AllocClientStatusUnknown:
-		if !r.in.Now.Before(a.LastUnknown().Add(*lostAfter)) {
+		expires := a.LastUnknown().Add(*lostAfter)
+		if !r.in.Now.Before(expires) {
 			r.stop(a, DescLost, structs.AllocClientStatusLost)
 			count(func(u *structs.DesiredUpdates) { u.Stop++ })
 			return
 		}
+		// Revisited when it expires, whatever evaluated it meanwhile.
+		r.followup(structs.EvalTriggerMaxDisconnectTimeout, DescDisconnected, expires)
 		r.kept[group]++
 		count(func(u *structs.DesiredUpdates) { u.Ignore++ })
 		return
@@ -494,27 +499,30 @@ func copyCounts(m map[string]int) map[string]int {
 }
 
 // followup returns the ID of the evaluation of trigger at waitUntil that
-// this evaluation creates (one per trigger: the latest time wins for a
-// rolling update, the earliest for a disconnect timeout).
+// this evaluation creates: one rolling-update evaluation (at the latest
+// stagger of the groups it limited), one disconnect-timeout evaluation per
+// time.
 func (r *run) followup(trigger, desc string, waitUntil time.Time) string {
-	if e, ok := r.followups[trigger]; ok {
-		switch {
-		case trigger == structs.EvalTriggerRollingUpdate && waitUntil.After(e.WaitUntil),
-			trigger != structs.EvalTriggerRollingUpdate && waitUntil.Before(e.WaitUntil):
+	key := trigger
+	if trigger != structs.EvalTriggerRollingUpdate {
+		key += "@" + waitUntil.UTC().Format(time.RFC3339Nano)
+	}
+	if e, ok := r.followups[key]; ok {
+		if waitUntil.After(e.WaitUntil) {
 			e.WaitUntil = waitUntil
 		}
 		return e.ID
 	}
 	ev := r.in.Eval
 	e := &structs.Evaluation{
-		ID: structs.DeterministicID("followup", ev.ID, trigger), Namespace: ev.Namespace, JobID: ev.JobID,
+		ID: structs.DeterministicID("followup", ev.ID, key), Namespace: ev.Namespace, JobID: ev.JobID,
 		Type: ev.Type, Priority: ev.Priority, TriggeredBy: trigger, Status: structs.EvalStatusPending,
 		StatusDescription: desc, WaitUntil: waitUntil, PreviousEval: ev.ID,
 	}
 	if r.job != nil {
 		e.JobModifyIndex = r.job.JobModifyIndex
 	}
-	r.followups[trigger] = e
+	r.followups[key] = e
 	return e.ID
 }
 

@@ -42,6 +42,7 @@ type world struct {
 	nodes  []placement.NodeCandidate
 	allocs []*structs.Allocation
 	evalN  int
+	now    time.Time // the clock; now when zero
 }
 
 func newWorld(t *testing.T, job *structs.Job, nodes ...*structs.Node) *world {
@@ -67,7 +68,11 @@ func (w *world) eval(trigger string) *Result {
 	w.evalN++
 	ev := &structs.Evaluation{ID: "eval-" + string(rune('a'+w.evalN)), Namespace: "default", JobID: "agent",
 		Type: structs.JobTypeSystem, Priority: 50, TriggeredBy: trigger, Status: structs.EvalStatusPending}
-	return BuildPlan(&Input{Eval: ev, Job: w.job, Allocs: w.allocs, Nodes: w.nodes, Update: placement.UpdateType, Now: now})
+	clock := w.now
+	if clock.IsZero() {
+		clock = now
+	}
+	return BuildPlan(&Input{Eval: ev, Job: w.job, Allocs: w.allocs, Nodes: w.nodes, Update: placement.UpdateType, Now: clock})
 }
 
 // apply commits a plan to the world as a store would: placements become
@@ -312,6 +317,18 @@ func TestDisconnectedNode(t *testing.T) {
 		t.Fatalf("disconnect: updates %+v evals %+v", r.Plan.Updates, r.Plan.Evals)
 	}
 	w.apply(r)
+	// Evaluated again while it is still unknown: kept, revisited when
+	// lost_after passes; after that, lost.
+	w.now = now.Add(time.Minute)
+	r = w.eval(structs.EvalTriggerNodeUpdate)
+	if len(r.Plan.Updates)+len(r.Plan.Stops) != 0 || len(r.Plan.Evals) != 1 || !r.Plan.Evals[0].WaitUntil.Equal(now.Add(lost)) {
+		t.Fatalf("still unknown: updates %+v stops %v evals %+v", r.Plan.Updates, stoppedOn(r), r.Plan.Evals)
+	}
+	w.now = now.Add(lost)
+	if r := w.eval(structs.EvalTriggerMaxDisconnectTimeout); len(r.Plan.Stops) != 1 || r.Plan.Stops[0].ClientStatus != structs.AllocClientStatusLost {
+		t.Fatalf("after lost_after: stops %+v", r.Plan.Stops)
+	}
+	w.now = time.Time{}
 	w.node("n1").Status = structs.NodeStatusReady
 	r = w.eval(structs.EvalTriggerNodeUpdate)
 	if len(r.Plan.Updates) != 1 || r.Plan.Updates[0].ClientStatus != structs.AllocClientStatusRunning || len(r.Plan.Placements) != 0 {

@@ -2,7 +2,9 @@ package dynamodb
 
 import (
 	"context"
+	"encoding/binary"
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
@@ -17,14 +19,34 @@ import (
 // dynamodb:Attributes) allows exactly these calls.
 
 // AgentAssignmentIndex is the agent's poll: an eventually consistent
-// GetItem of NODE#<id>/IDX (< 4 KB: 0.5 read units).
+// GetItem of NODE#<id>/IDX (< 4 KB: 0.5 read units). It returns a value
+// that changes whenever a write moves the node's assignment index (the
+// index and the count of writes, mixed; AgentAssignments returns the
+// same value), which is all the agent needs: two writers may stamp the
+// same index, and the chunks of one plan do.
 func (s *Store) AgentAssignmentIndex(ctx context.Context, nodeID string) (uint64, error) {
 	out, err := s.db.GetItem(ctx, &dynamodb.GetItemInput{TableName: &s.table, Key: key(nodePK(nodeID), skIdx),
-		ProjectionExpression: aws.String("idx")})
+		ProjectionExpression: aws.String("idx, chg")})
 	if err != nil {
 		return 0, wrapErr(err, "assignment index of node "+nodeID)
 	}
-	return getU(out.Item, "idx"), nil
+	return assignmentToken(out.Item), nil
+}
+
+// assignmentToken mixes a node index item's index and write count into
+// one value that changes with either (FNV-1a, 63 bits so that it stays a
+// positive int64 for any reader).
+func assignmentToken(it item) uint64 {
+	idx, chg := getU(it, "idx"), getU(it, "chg")
+	if chg == 0 {
+		return idx
+	}
+	h := fnv.New64a()
+	var b [16]byte
+	binary.BigEndian.PutUint64(b[:8], idx)
+	binary.BigEndian.PutUint64(b[8:], chg)
+	_, _ = h.Write(b[:])
+	return h.Sum64() >> 1
 }
 
 // AgentAssignments reads the node's assignments (each with the job cut to
@@ -35,7 +57,7 @@ func (s *Store) AgentAssignments(ctx context.Context, nodeID string) ([]*structs
 	if err != nil {
 		return nil, 0, err
 	}
-	idx := getU(it, "idx")
+	idx := assignmentToken(it)
 	items, err := s.queryPrefix(ctx, nodePK(nodeID), "ALLOC#", true)
 	if err != nil {
 		return nil, 0, err

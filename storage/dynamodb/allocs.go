@@ -270,14 +270,11 @@ func (s *Store) updateAllocsFromClient(ctx context.Context, nodeID string, updat
 	if len(masterKeys) == 0 {
 		return nil, nil
 	}
-	idx, err := s.nextIndex(ctx)
-	if err != nil {
-		return nil, err
-	}
 	masters, err := s.batchGet(ctx, append(masterKeys, key(nodePK(nodeID), skMeta)))
 	if err != nil {
 		return nil, err
 	}
+	idx := s.nextIndex()
 	nodeExists := masters[keyString(key(nodePK(nodeID), skMeta))] != nil
 	now := time.Now().UnixNano()
 	vc := s.newVersionCache()
@@ -379,6 +376,9 @@ func (s *Store) countHealth(ctx context.Context, un *unit, a *structs.Allocation
 			return err
 		}
 		rd = &readDeployment{d: d, prevMI: getU(it, "mi")}
+		if err := readAfterIndex(idx, rd.prevMI, "deployment "+d.ID); err != nil {
+			return err
+		}
 		deps[a.DeploymentID] = rd
 	}
 	g, ok := rd.d.TaskGroups[a.TaskGroup]
@@ -398,28 +398,29 @@ func (s *Store) countHealth(ctx context.Context, un *unit, a *structs.Allocation
 // UpdateAllocDesiredTransitions implements storage.Store.
 func (s *Store) UpdateAllocDesiredTransitions(ctx context.Context, transitions map[string]*structs.DesiredTransition, evals ...*structs.Evaluation) (uint64, error) {
 	idx, err := withConflictRetry(ctx, s, func() (uint64, error) {
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return 0, err
-		}
 		ids := make([]string, 0, len(transitions))
 		for id := range transitions {
 			ids = append(ids, id)
 		}
 		sort.Strings(ids)
-		var units []*unit
-		vc := s.newVersionCache()
-		now := time.Now().UnixNano()
+		recs := make(map[string]*allocRecord, len(ids))
 		for _, id := range ids {
-			tr := transitions[id]
-			if tr == nil {
+			if transitions[id] == nil {
 				continue
 			}
 			rec, err := s.allocRecordByID(ctx, id)
 			if err != nil {
 				return 0, err
 			}
-			if rec == nil {
+			recs[id] = rec
+		}
+		idx := s.nextIndex()
+		var units []*unit
+		vc := s.newVersionCache()
+		now := time.Now().UnixNano()
+		for _, id := range ids {
+			tr, rec := transitions[id], recs[id]
+			if tr == nil || rec == nil {
 				continue
 			}
 			a := rec.alloc

@@ -65,10 +65,7 @@ func (s *Store) AppendNodeEvents(ctx context.Context, nodeID string, events ...*
 		if rec == nil {
 			return nil, storage.NotFoundf("node %q", nodeID)
 		}
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
+		idx := s.nextIndex()
 		n := rec.node.Copy()
 		n.AppendEvents(idx, events...)
 		n.ModifyIndex = idx
@@ -86,14 +83,11 @@ func (s *Store) AppendNodeEvents(ctx context.Context, nodeID string, events ...*
 // UpsertNamespace implements storage.Store.
 func (s *Store) UpsertNamespace(ctx context.Context, ns *structs.Namespace) (*structs.Namespace, error) {
 	out, err := withConflictRetry(ctx, s, func() (*structs.Namespace, error) {
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
 		prev, err := s.get(ctx, pkNamespace, "NS#"+ns.Name, true)
 		if err != nil {
 			return nil, err
 		}
+		idx := s.nextIndex()
 		n := ns.Copy()
 		n.CreateIndex, n.ModifyIndex = idx, idx
 		in := &dynamodb.PutItemInput{TableName: &s.table, ConditionExpression: aws.String("attribute_not_exists(PK)")}
@@ -152,11 +146,8 @@ func (s *Store) Namespaces(ctx context.Context) ([]*structs.Namespace, error) {
 
 // DeleteNamespace implements storage.Store.
 func (s *Store) DeleteNamespace(ctx context.Context, name string) error {
-	idx, err := s.nextIndex(ctx)
-	if err != nil {
-		return err
-	}
-	_, err = s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pkNamespace, "NS#"+name),
+	idx := s.nextIndex()
+	_, err := s.db.DeleteItem(ctx, &dynamodb.DeleteItemInput{TableName: &s.table, Key: key(pkNamespace, "NS#"+name),
 		ConditionExpression: aws.String("attribute_exists(PK)")})
 	if err = wrapErr(err, "delete namespace "+name); errors.Is(err, storage.ErrConflict) {
 		return storage.NotFoundf("namespace %q", name)
@@ -185,14 +176,11 @@ func (s *Store) SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerCo
 		idx     uint64
 	}
 	res, err := withConflictRetry(ctx, s, func() (result, error) {
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return result{}, err
-		}
 		prev, err := s.get(ctx, pkConfig, skSchedConfig, true)
 		if err != nil {
 			return result{}, err
 		}
+		idx := s.nextIndex()
 		c := *cfg
 		c.CreateIndex, c.ModifyIndex = idx, idx
 		var cur uint64

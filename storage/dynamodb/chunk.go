@@ -370,9 +370,11 @@ func (s *Store) renderNode(id string, d *nodeDelta) []action {
 	}
 	if d.setIdx > 0 {
 		// Unconditional: concurrent plans on one node may land out of index
-		// order, and the agent acts on any change of the value, never on
-		// its order (each plan's index is written once).
-		out = append(out, s.update(key(nodePK(id), skIdx), "SET idx = :i", "", nil, item{":i": avU(d.setIdx)},
+		// order, and the agent acts on any change, never on the order.
+		// chg counts the writes: two writers may issue the same index
+		// (clock.go), and the chunks of one plan share it, so the agent
+		// watches both (AgentAssignmentIndex).
+		out = append(out, s.update(key(nodePK(id), skIdx), "SET idx = :i ADD chg :one", "", nil, item{":i": avU(d.setIdx), ":one": avN(1)},
 			fmt.Sprintf("node %s: assignment index", id)))
 	}
 	return out

@@ -140,10 +140,7 @@ func (s *Store) stableAction(ns, job string, version uint64) action {
 // writeDeployment writes a changed deployment (and evals) guarded by its
 // modify index.
 func (s *Store) writeDeployment(ctx context.Context, rd *readDeployment, extra []action, evals []*structs.Evaluation) (uint64, error) {
-	idx, err := s.nextIndex(ctx)
-	if err != nil {
-		return 0, err
-	}
+	idx := s.nextIndex()
 	d := rd.d
 	d.ModifyIndex, d.ModifyTime = idx, time.Now().UnixNano()
 	u := newUnit()

@@ -26,10 +26,6 @@ func (s *Store) UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (
 		return 0, nil
 	}
 	idx, err := withConflictRetry(ctx, s, func() (uint64, error) {
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return 0, err
-		}
 		keys := make([]item, len(evals))
 		for i, e := range evals {
 			keys[i] = key(jobPK(e.Namespace, e.JobID), evalSK(e.ID))
@@ -38,6 +34,7 @@ func (s *Store) UpsertEvals(ctx context.Context, evals ...*structs.Evaluation) (
 		if err != nil {
 			return 0, err
 		}
+		idx := s.nextIndex()
 		now := time.Now().UnixNano()
 		var units []*unit
 		for i, in := range evals {
@@ -213,6 +210,9 @@ func (s *Store) addEvals(ctx context.Context, u *unit, idx uint64, evals []*stru
 		var prev *structs.Evaluation
 		if it := cur[keyString(keys[i])]; it != nil {
 			if prev, err = decodeEval(it); err != nil {
+				return err
+			}
+			if err := readAfterIndex(idx, prev.ModifyIndex, "eval "+prev.ID); err != nil {
 				return err
 			}
 		}

@@ -81,9 +81,6 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		}
 		return a.ServerTerminalStatus() && a.ClientStatus == structs.AllocClientStatusPending && (!known[a.NodeID] || gc.nodeDown[a.NodeID])
 	}
-	if gc.idx, err = gc.s.nextIndex(ctx); err != nil {
-		return err
-	}
 	// Jobs: stopped or batch, everything finished and old.
 	heads, err := gc.s.queryIndex(ctx, GSI1, "g1pk", "g1sk", "JOB", "")
 	if err != nil {
@@ -279,12 +276,13 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		gc.tables = append(gc.tables, storage.TableNodes)
 	}
 	// Agents of nodes that lost allocs must notice: move their index.
+	gc.idx = gc.s.nextIndex()
 	for n := range gc.nodes {
 		if !known[n] {
 			continue
 		}
 		if _, err := gc.s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{TableName: &gc.s.table, Key: key(nodePK(n), skIdx),
-			UpdateExpression: aws.String("SET idx = :i"), ExpressionAttributeValues: item{":i": avU(gc.idx)}}); err != nil {
+			UpdateExpression: aws.String("SET idx = :i ADD chg :one"), ExpressionAttributeValues: item{":i": avU(gc.idx), ":one": avN(1)}}); err != nil {
 			return wrapErr(err, "move assignment index of node "+n)
 		}
 	}

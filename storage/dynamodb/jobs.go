@@ -155,10 +155,6 @@ func openDelta(prev, e *structs.Evaluation) int64 {
 func (s *Store) RegisterJob(ctx context.Context, req *storage.RegisterJobRequest) (*storage.RegisterJobResult, error) {
 	job := req.Job
 	res, err := withConflictRetry(ctx, s, func() (*storage.RegisterJobResult, error) {
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
 		head, err := s.readHead(ctx, job.Namespace, job.ID)
 		if err != nil {
 			return nil, err
@@ -177,7 +173,7 @@ func (s *Store) RegisterJob(ctx context.Context, req *storage.RegisterJobRequest
 		}
 		j := job.Copy()
 		j.SubmitTime = req.SubmitTime
-		return s.writeJob(ctx, idx, head, j, req.Eval)
+		return s.writeJob(ctx, head, j, req.Eval)
 	})
 	if err != nil {
 		return nil, fmt.Errorf("register job %s/%s: %w", job.Namespace, job.ID, err)
@@ -193,7 +189,7 @@ func (s *Store) RegisterJob(ctx context.Context, req *storage.RegisterJobRequest
 // writeJob writes job as the current version (a new version when the
 // specification or stop flag changed, as Nomad) with its pending eval, in
 // one transaction guarded by the head's modify index.
-func (s *Store) writeJob(ctx context.Context, idx uint64, head *jobHead, job *structs.Job, ev *structs.Evaluation) (*storage.RegisterJobResult, error) {
+func (s *Store) writeJob(ctx context.Context, head *jobHead, job *structs.Job, ev *structs.Evaluation) (*storage.RegisterJobResult, error) {
 	var existing *structs.Job
 	if head.exists {
 		var err error
@@ -205,6 +201,7 @@ func (s *Store) writeJob(ctx context.Context, idx uint64, head *jobHead, job *st
 			head.overlay(existing)
 		}
 	}
+	idx := s.nextIndex()
 	newVersion := true
 	job.ModifyIndex = idx
 	switch {
@@ -258,10 +255,6 @@ func (s *Store) writeJob(ctx context.Context, idx uint64, head *jobHead, job *st
 // DeregisterJob implements storage.Store.
 func (s *Store) DeregisterJob(ctx context.Context, req *storage.DeregisterJobRequest) (*storage.RegisterJobResult, error) {
 	res, err := withConflictRetry(ctx, s, func() (*storage.RegisterJobResult, error) {
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
 		head, err := s.readHead(ctx, req.Namespace, req.JobID)
 		if err != nil {
 			return nil, err
@@ -280,8 +273,9 @@ func (s *Store) DeregisterJob(ctx context.Context, req *storage.DeregisterJobReq
 		if !req.Purge {
 			stopped := existing.Copy()
 			stopped.Stop = true
-			return s.writeJob(ctx, idx, head, stopped, req.Eval)
+			return s.writeJob(ctx, head, stopped, req.Eval)
 		}
+		idx := s.nextIndex()
 		now := time.Now().UnixNano()
 		e := req.Eval.Copy()
 		e.JobModifyIndex = idx

@@ -114,14 +114,11 @@ func (s *Store) writeNode(ctx context.Context, n *structs.Node, rec *nodeRecord,
 // UpsertNode implements storage.Store.
 func (s *Store) UpsertNode(ctx context.Context, node *structs.Node) (*structs.Node, error) {
 	out, err := withConflictRetry(ctx, s, func() (*structs.Node, error) {
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
 		rec, err := s.readNode(ctx, node.ID)
 		if err != nil {
 			return nil, err
 		}
+		idx := s.nextIndex()
 		n := node.Copy()
 		if rec != nil {
 			n.CreateIndex = rec.node.CreateIndex
@@ -166,10 +163,7 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at 
 		if rec.node.Status == status {
 			return rec.node, nil
 		}
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
+		idx := s.nextIndex()
 		n := rec.node
 		n.Status, n.StatusUpdatedAt, n.ModifyIndex = status, at, idx
 		if err := s.writeNode(ctx, n, rec); err != nil {
@@ -272,10 +266,7 @@ func (s *Store) changeNode(ctx context.Context, nodeID string, fn func(n *struct
 		if !fn(n) && len(evals) == 0 {
 			return n, nil
 		}
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return nil, err
-		}
+		idx := s.nextIndex()
 		n.ModifyIndex = idx
 		if err := s.writeNode(ctx, n, rec, evals...); err != nil {
 			return nil, err

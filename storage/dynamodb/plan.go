@@ -191,10 +191,7 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	if err != nil {
 		return 0, err
 	}
-	idx, err := s.nextIndex(ctx)
-	if err != nil {
-		return 0, err
-	}
+	idx := s.nextIndex()
 	now := time.Now().UnixNano()
 	nowT := time.Unix(0, now).UTC()
 	_ = nowT

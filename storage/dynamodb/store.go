@@ -72,6 +72,7 @@ type Store struct {
 	log   *zap.Logger
 	rnd   *rand.Rand
 	rndMu sync.Mutex
+	clock hlc
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -476,8 +477,6 @@ const (
 	skHB        = "HB"
 	skEvalPtr   = "EVAL"
 	skDeployPtr = "DEPLOY"
-	pkMeta      = "META"
-	skIndex     = "INDEX"
 )
 
 // idShard is the gsi1 shard of an ID: its first hex digit, "x" otherwise.
@@ -521,6 +520,7 @@ func (s *Store) get(ctx context.Context, pk, sk string, consistent bool) (item, 
 	if len(out.Item) == 0 {
 		return nil, nil
 	}
+	s.observeItems(out.Item)
 	return out.Item, nil
 }
 
@@ -554,6 +554,7 @@ func (s *Store) query(ctx context.Context, in *dynamodb.QueryInput) ([]item, err
 		if err != nil {
 			return nil, wrapErr(err, "query")
 		}
+		s.observeItems(page.Items...)
 		out = append(out, page.Items...)
 	}
 	return out, nil
@@ -603,6 +604,7 @@ func (s *Store) batchGetWith(ctx context.Context, keys []item, consistent bool) 
 				return nil, wrapErr(err, "batch get")
 			}
 			for _, it := range res.Responses[s.table] {
+				s.observeItems(it)
 				out[keyString(it)] = it
 			}
 			req = res.UnprocessedKeys
@@ -614,58 +616,6 @@ func (s *Store) batchGetWith(ctx context.Context, keys []item, consistent bool) 
 		}
 	}
 	return out, nil
-}
-
-// The global index.
-
-// nextIndex allocates the index of a write: the counter starts at 1 (the
-// first write gets 2), so a blocking query at index 1 wakes on it.
-func (s *Store) nextIndex(ctx context.Context) (uint64, error) {
-	out, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-		TableName: &s.table, Key: key(pkMeta, skIndex),
-		UpdateExpression:          aws.String("SET idx = if_not_exists(idx, :one) + :one"),
-		ExpressionAttributeValues: item{":one": avN(1)},
-		ReturnValues:              types.ReturnValueUpdatedNew,
-	})
-	if err != nil {
-		return 0, wrapErr(err, "allocate index")
-	}
-	return getU(out.Attributes, "idx"), nil
-}
-
-// bumpTables moves the table indexes to idx (never backwards). It runs
-// after the write it announces has landed, so a reader woken by it sees
-// the write.
-func (s *Store) bumpTables(ctx context.Context, idx uint64, tables ...string) error {
-	seen := map[string]bool{}
-	for _, t := range tables {
-		if seen[t] {
-			continue
-		}
-		seen[t] = true
-		_, err := s.db.UpdateItem(ctx, &dynamodb.UpdateItemInput{
-			TableName: &s.table, Key: key(pkMeta, "TABLE#"+t),
-			UpdateExpression:          aws.String("SET idx = :i"),
-			ConditionExpression:       aws.String("attribute_not_exists(idx) OR idx < :i"),
-			ExpressionAttributeValues: item{":i": avU(idx)},
-		})
-		if err != nil {
-			if kind, _ := classify(err); kind == failCondition {
-				continue // a later write already moved it
-			}
-			return wrapErr(err, "move index of table "+t)
-		}
-	}
-	return nil
-}
-
-// Index implements storage.Store.
-func (s *Store) Index(ctx context.Context, table string) (uint64, error) {
-	it, err := s.get(ctx, pkMeta, "TABLE#"+table, true)
-	if err != nil {
-		return 0, err
-	}
-	return getU(it, "idx"), nil
 }
 
 // withConflictRetry runs a read-modify-write fn again (fresh index, fresh
