@@ -49,10 +49,9 @@ func (s *Store) ACLBootstrapIndex(ctx context.Context) (uint64, error) {
 
 // ACLBootstrap implements storage.Store.
 func (s *Store) ACLBootstrap(ctx context.Context, token *structs.ACLToken, expectIndex uint64) (*structs.ACLToken, error) {
-	idx, err := s.nextIndex(ctx)
-	if err != nil {
-		return nil, err
-	}
+	// The bootstrap item's index was observed when the caller read it
+	// (ACLBootstrapIndex), so this one is larger.
+	idx := s.nextIndex()
 	t := token.Copy()
 	t.CreateIndex, t.ModifyIndex = idx, idx
 	cond, vals := "attribute_not_exists(idx)", item{}
@@ -88,16 +87,18 @@ func (s *Store) tokenPuts(t, old *structs.ACLToken) []action {
 // UpsertACLTokens implements storage.Store.
 func (s *Store) UpsertACLTokens(ctx context.Context, tokens []*structs.ACLToken) (uint64, error) {
 	out, err := withConflictRetry(ctx, s, func() (uint64, error) {
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return 0, err
-		}
-		var acts []action
-		for _, tok := range tokens {
+		olds := make([]*structs.ACLToken, len(tokens))
+		for i, tok := range tokens {
 			old, err := s.tokenItem(ctx, tok.AccessorID)
 			if err != nil {
 				return 0, err
 			}
+			olds[i] = old
+		}
+		idx := s.nextIndex() // after the reads: larger than what they saw
+		var acts []action
+		for i, tok := range tokens {
+			old := olds[i]
 			t := tok.Copy()
 			t.CreateIndex, t.ModifyIndex = idx, idx
 			if old != nil {
@@ -209,10 +210,7 @@ func (s *Store) DeleteACLTokens(ctx context.Context, accessorIDs []string) (uint
 		acts = append(acts, s.del(key(pkACL, tokenSK(id)), "attribute_exists(PK)", "ACL token "+id+" exists"),
 			s.del(key(tokenLookupPK(t.SecretHash), skTokenLookup), "", "ACL token lookup of "+id))
 	}
-	idx, err := s.nextIndex(ctx)
-	if err != nil {
-		return 0, err
-	}
+	idx := s.nextIndex()
 	if err := s.transact(ctx, acts); err != nil {
 		return 0, fmt.Errorf("delete ACL tokens: %w", err)
 	}
@@ -222,16 +220,18 @@ func (s *Store) DeleteACLTokens(ctx context.Context, accessorIDs []string) (uint
 // UpsertACLPolicies implements storage.Store.
 func (s *Store) UpsertACLPolicies(ctx context.Context, policies []*structs.ACLPolicy) (uint64, error) {
 	out, err := withConflictRetry(ctx, s, func() (uint64, error) {
-		idx, err := s.nextIndex(ctx)
-		if err != nil {
-			return 0, err
-		}
-		var acts []action
-		for _, p := range policies {
+		prevs := make([]item, len(policies))
+		for i, p := range policies {
 			prev, err := s.get(ctx, pkACL, policySK(p.Name), true)
 			if err != nil {
 				return 0, err
 			}
+			prevs[i] = prev
+		}
+		idx := s.nextIndex() // after the reads: larger than what they saw
+		var acts []action
+		for i, p := range policies {
+			prev := prevs[i]
 			c := p.Copy()
 			c.CreateIndex, c.ModifyIndex = idx, idx
 			cond, vals := "attribute_not_exists(PK)", item{}
@@ -301,10 +301,7 @@ func (s *Store) DeleteACLPolicies(ctx context.Context, names []string) (uint64, 
 		}
 		acts = append(acts, s.del(key(pkACL, policySK(n)), "attribute_exists(PK)", "ACL policy "+n+" exists"))
 	}
-	idx, err := s.nextIndex(ctx)
-	if err != nil {
-		return 0, err
-	}
+	idx := s.nextIndex()
 	if err := s.transact(ctx, acts); err != nil {
 		if errors.Is(err, storage.ErrConflict) {
 			return 0, storage.NotFoundf("delete ACL policies: one was deleted meanwhile (%v)", err)
