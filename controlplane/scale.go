@@ -46,6 +46,16 @@ func (s *Service) ScaleJob(ctx context.Context, req *ScaleRequest) (*RegisterRes
 	if tg == nil {
 		return nil, badRequest("Target.Group: task group %q specified for scaling does not exist in job %q", req.Group, req.JobID)
 	}
+	if p := tg.Scaling; req.Count != nil && p != nil {
+		// The group's scaling block bounds its count, as Nomad's
+		// Job.Scale.
+		if *req.Count < p.Min {
+			return nil, badRequest("Count: group count was less than scaling policy minimum: %d < %d", *req.Count, p.Min)
+		}
+		if *req.Count > p.Max {
+			return nil, badRequest("Count: group count was greater than scaling policy maximum: %d > %d", *req.Count, p.Max)
+		}
+	}
 	if req.Count != nil && cur.Stop {
 		return nil, badRequest("job %q is stopped: run it again before scaling it", req.JobID)
 	}

@@ -253,3 +253,40 @@ func TestHostVolumesEndToEnd(t *testing.T) {
 		t.Fatalf("vol-missing placed: %v", got)
 	}
 }
+
+// TestScalingEndToEnd: with the real binary and Nomad's Go client, a
+// group's scaling block is listed and read back as Nomad's scaling
+// policy, and job scale is refused outside min..max (the CLI exits 1 with
+// the reason) but allowed within.
+func TestScalingEndToEnd(t *testing.T) {
+	dir := t.TempDir()
+	a := startAgent(t, dir, anyPort)
+	c := a.client()
+	script := taskScript(t, dir, "scaled.sh", `while true; do sleep 1; done`)
+	task := api.NewTask("web", "raw_exec").SetConfig("command", script).Require(&api.Resources{CPU: ptr(100), MemoryMB: ptr(32)})
+	job := api.NewServiceJob("scaled", "scaled", "global", 50)
+	tg := api.NewTaskGroup("g", 1).AddTask(task)
+	tg.Scaling = &api.ScalingPolicy{Min: ptr(int64(1)), Max: ptr(int64(2)), Policy: map[string]any{"cooldown": "1m"}}
+	job.AddTaskGroup(tg)
+	register(t, c, job)
+
+	stubs, _, err := c.Scaling().ListPolicies(nil)
+	if err != nil || len(stubs) != 1 || stubs[0].Target["Group"] != "g" {
+		t.Fatalf("policies %+v %v", stubs, err)
+	}
+	p, _, err := c.Scaling().GetPolicy(stubs[0].ID, nil)
+	if err != nil || *p.Min != 1 || *p.Max != 2 || p.Policy["cooldown"] != "1m" {
+		t.Fatalf("policy %+v %v", p, err)
+	}
+	if _, _, err := c.Jobs().Scale("scaled", "g", ptr(3), "too many", false, nil, nil); err == nil || !strings.Contains(err.Error(), "greater than scaling policy maximum: 3 > 2") {
+		t.Fatalf("scale to 3: %v", err)
+	}
+	out, code := cli(t, a.addr, "job", "scale", "-detach", "scaled", "g", "0")
+	if code != 1 || !strings.Contains(out, "less than scaling policy minimum: 0 < 1") {
+		t.Fatalf("drover job scale 0: exit %d: %s", code, out)
+	}
+	if _, _, err := c.Jobs().Scale("scaled", "g", ptr(2), "ok", false, nil, nil); err != nil {
+		t.Fatalf("scale to 2: %v", err)
+	}
+	waitFor(t, 60*time.Second, "two running", func() bool { return count(allocsByStatus(t, c, "scaled"), "run/running") == 2 })
+}

@@ -416,7 +416,11 @@ func TestBadInput(t *testing.T) {
 			grp(m, 0)["Networks"] = list(obj{"ReservedPorts": list(obj{"Label": "dns", "Value": 53, "IgnoreCollision": true})})
 		}, field: gp + `.Networks[0].ReservedPorts[0] "dns".IgnoreCollision`, rule: "ignore_collision is not supported"},
 		{name: "group service", mut: func(m obj) { grp(m, 0)["Services"] = list(obj{"Name": "web"}) }, field: gp, rule: "service block is not supported"},
-		{name: "group scaling", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Max": 10} }, field: gp, rule: "scaling block is not supported"},
+		{name: "group scaling no max", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Min": 1} }, field: gp + ".Scaling.Max", rule: "maximum count must be specified"},
+		{name: "group scaling max below min", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Min": 5, "Max": 2} }, field: gp + ".Scaling.Max", rule: "must not be less than minimum count (2 < 5)"},
+		{name: "group scaling count above max", mut: func(m obj) { grp(m, 0)["Count"] = 9; grp(m, 0)["Scaling"] = obj{"Min": 1, "Max": 4} }, field: gp + ".Count", rule: "must not be greater than maximum count in scaling policy (9 > 4)"},
+		{name: "group scaling count below min", mut: func(m obj) { grp(m, 0)["Count"] = 1; grp(m, 0)["Scaling"] = obj{"Min": 3, "Max": 4} }, field: gp + ".Count", rule: "must not be less than minimum count in scaling policy (1 < 3)"},
+		{name: "group scaling vertical", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Max": 4, "Type": "vertical_cpu"} }, field: gp + ".Scaling.Type", rule: `"vertical_cpu" is not supported on a group`},
 		{name: "group consul", mut: func(m obj) { grp(m, 0)["Consul"] = obj{"Namespace": "x"} }, field: gp, rule: "consul block is not supported"},
 		{name: "group max_run_duration in a service job", mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = ns("1h") }, field: gp + ".MaxRunDuration", rule: `job type "service" does not allow max_run_duration`},
 		{name: "group max_run_duration zero", batch: true, mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = 0 }, field: `Job.TaskGroups[0] "run".MaxRunDuration`, rule: "must be greater than zero"},

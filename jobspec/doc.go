@@ -79,7 +79,9 @@
 //   - Volumes: type host with source and read_only (volumes.go); CSI
 //     volumes, per_alloc, sticky, access and attachment modes and mount
 //     options are refused.
-//   - rejected: Affinities, Spreads, Services, Scaling, Consul;
+//   - Scaling: min (default the count), max (required), enabled, policy
+//     (opaque), type horizontal; the count within min..max (scaling.go).
+//   - rejected: Affinities, Spreads, Services, Consul;
 //     in a network block: mode bridge, none and cni/*, the
 //     dns and cni blocks, Hostname, Device, CIDR and IP (the node's),
 //     another host network, ignore_collision.

@@ -133,9 +133,6 @@ func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
 	if len(tg.Services) > 0 {
 		errs.unsupported(gp, "service")
 	}
-	if tg.Scaling != nil {
-		errs.unsupported(gp, "scaling")
-	}
 	if tg.Consul != nil {
 		errs.unsupported(gp, "consul")
 	}
@@ -389,6 +386,7 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 		out.MaxRunDuration = durationPtr(*tg.MaxRunDuration)
 	}
 	out.Volumes = convertVolumes(tg.Volumes)
+	out.Scaling = convertScaling(tg.Scaling)
 	for _, n := range tg.Networks {
 		out.Networks = append(out.Networks, convertNetwork(n))
 	}

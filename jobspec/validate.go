@@ -164,6 +164,7 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	if tg.ShutdownDelay != nil && *tg.ShutdownDelay < 0 {
 		errs.add(join(gp, "ShutdownDelay"), "must not be negative (got %v)", *tg.ShutdownDelay)
 	}
+	validateScaling(tg, gp, errs)
 	if d := tg.MaxRunDuration; d != nil {
 		if *d <= 0 {
 			errs.add(join(gp, "MaxRunDuration"), "must be greater than zero (got %v)", *d)

@@ -43,3 +43,34 @@ func (p *ScalingPolicy) Stub() *ScalingPolicyListStub {
 	return &ScalingPolicyListStub{ID: p.ID, Enabled: p.Enabled, Type: p.Type, Target: p.Target,
 		CreateIndex: p.CreateIndex, ModifyIndex: p.ModifyIndex}
 }
+
+// ScalingPolicyID is the stable ID of a group's horizontal scaling policy:
+// derived from its target, so that it stays the same across versions of
+// the job (Nomad keeps a policy's ID while its target is unchanged).
+func ScalingPolicyID(namespace, jobID, group, typ string) string {
+	return DeterministicID("scaling-policy", namespace, jobID, group, typ)
+}
+
+// ScalingPolicies returns the job's group scaling policies as the API
+// serves them: ID, namespace and target filled in, CreateIndex the job's
+// and ModifyIndex its JobModifyIndex; a stopped job's are disabled, as in
+// Nomad. Groups without a scaling block have none.
+func (j *Job) ScalingPolicies() []*ScalingPolicy {
+	var out []*ScalingPolicy
+	for _, tg := range j.TaskGroups {
+		if tg.Scaling == nil {
+			continue
+		}
+		p := *tg.Scaling
+		if p.Type == "" {
+			p.Type = ScalingPolicyTypeHorizontal
+		}
+		p.ID = ScalingPolicyID(j.Namespace, j.ID, tg.Name, p.Type)
+		p.Namespace = j.Namespace
+		p.Target = map[string]string{ScalingTargetNamespace: j.Namespace, ScalingTargetJob: j.ID, ScalingTargetGroup: tg.Name}
+		p.Enabled = p.Enabled && !j.Stop
+		p.CreateIndex, p.ModifyIndex = j.CreateIndex, j.JobModifyIndex
+		out = append(out, &p)
+	}
+	return out
+}
