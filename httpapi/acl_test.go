@@ -193,6 +193,13 @@ func TestACLEnforcement(t *testing.T) {
 		t.Fatalf("a team token's namespace list: %s", out)
 	}
 
+	// Scaling policies: list-scaling-policies, or list-jobs and read-job
+	// together, as Nomad.
+	policy("jobreader", `namespace "default" { capabilities = ["list-jobs", "read-job"] }`)
+	jobReader, _ := token("jobreader")
+	mustDo(jobReader, "GET", "/v1/scaling/policies", "", 200)
+	mustDo(lister, "GET", "/v1/scaling/policies", "", 403)
+
 	// list-jobs alone: the list, not the spec (env, templates).
 	mustDo(lister, "GET", "/v1/jobs", "", 200)
 	mustDo(lister, "GET", "/v1/job/web", "", 403)

@@ -76,6 +76,9 @@ type need struct {
 	// purgeCaps replace caps when the request has ?purge=true (Nomad:
 	// purging needs submit-job or purge-job, deregister-job is not enough).
 	purgeCaps []string
+	// allCaps, when set, also suffice together (Nomad's scaling policy
+	// reads: list-scaling-policies, or list-jobs and read-job).
+	allCaps []string
 }
 
 func nsNeed(caps ...string) need  { return need{kind: needNamespace, caps: caps} }
@@ -164,6 +167,9 @@ var routeNeeds = func() map[string]need {
 	writes(t, "/v1/acl/token", need{kind: needManagement})
 	writes(t, "/v1/acl/token/{accessor}", need{kind: needManagement})
 	t["GET /v1/nodeagent/forward-key"] = need{kind: needNone} // a public key
+	scalingRead := []string{acl.CapListJobs, acl.CapReadJob}
+	t["GET /v1/scaling/policies"] = need{kind: needNamespace, caps: []string{acl.CapListScalingPolicies}, allCaps: scalingRead}
+	t["GET /v1/scaling/policy/{id}"] = need{kind: needNamespace, caps: []string{acl.CapReadScalingPolicy}, allCaps: scalingRead}
 	// The client routes (client.go) declare theirs next to their table.
 	for pattern, caps := range ClientRouteCapabilities {
 		switch {
@@ -257,7 +263,8 @@ func (s *Server) allowed(r *http.Request, n need, id *acl.Identity) (bool, error
 	case needManagement:
 		return a.IsManagement(), nil
 	case needNamespace:
-		return a.AllowNamespaceAnyOf(namespaceOf(r), caps...), nil
+		ns := namespaceOf(r)
+		return a.AllowNamespaceAnyOf(ns, caps...) || allowAll(a, ns, n.allCaps), nil
 	case needNamespaceAny:
 		return a.AllowNamespace(r.PathValue("name")), nil
 	case needObject:
@@ -281,6 +288,19 @@ func (s *Server) allowed(r *http.Request, n need, id *acl.Identity) (bool, error
 		return a.AllowOperatorWrite(), nil
 	}
 	return false, nil
+}
+
+// allowAll reports whether every one of caps (at least one) is allowed.
+func allowAll(a *acl.ACL, ns string, caps []string) bool {
+	if len(caps) == 0 {
+		return false
+	}
+	for _, c := range caps {
+		if !a.AllowNamespaceOp(ns, c) {
+			return false
+		}
+	}
+	return true
 }
 
 // objectNamespace finds the namespace of the object a path names (an
