@@ -1,47 +1,102 @@
 package acl_test
 
 import (
-	"context"
-	"errors"
 	"testing"
-
-	"github.com/aws/aws-lambda-go/events"
 
 	"github.com/drover-sched/drover/acl"
 )
 
-type tokens map[string]*acl.Token
-
-func (t tokens) ACLToken(_ context.Context, hash string) (*acl.Token, error) {
-	if tok, ok := t[hash]; ok {
-		return tok, nil
+func compile(t *testing.T, policies ...string) *acl.ACL {
+	t.Helper()
+	var rules []*acl.Rules
+	for _, p := range policies {
+		r, err := acl.ParseRules(p)
+		if err != nil {
+			t.Fatalf("%s: %v", p, err)
+		}
+		rules = append(rules, r)
 	}
-	return nil, acl.ErrNoToken
+	return acl.Compile(rules)
 }
 
-type failing struct{}
-
-func (failing) ACLToken(context.Context, string) (*acl.Token, error) {
-	return nil, errors.New("table unreachable")
-}
-
-// TestAuthorizer: the bootstrap token (given as its hash) and stored
-// tokens (looked up by hash) pass; anything else is denied; a lookup
-// failure is an error (API Gateway answers 500), not a silent deny.
-func TestAuthorizer(t *testing.T) {
-	stored := tokens{acl.Hash("ops-token"): {Name: "ops", Type: "management"}}
-	a := &acl.Authorizer{Tokens: stored, BootstrapHash: acl.Hash("boot")}
-	for secret, want := range map[string]bool{"boot": true, "ops-token": true, "": false, "nope": false, acl.Hash("boot"): false} {
-		resp, err := a.Authorize(context.Background(), events.APIGatewayV2CustomAuthorizerV2Request{Headers: map[string]string{"x-nomad-token": secret}})
-		if err != nil || resp.IsAuthorized != want {
-			t.Errorf("token %q: authorized %v (%v), want %v", secret, resp.IsAuthorized, err, want)
+// TestNamespaceCapabilities: levels grant Nomad's sets; exact names win
+// over globs, the closest glob over wider ones; deny wins when merged; "*"
+// (all namespaces, for lists) is allowed when any namespace allows.
+func TestNamespaceCapabilities(t *testing.T) {
+	a := compile(t,
+		`namespace "*" { policy = "read" }
+		 namespace "prod-*" { policy = "deny" }
+		 namespace "prod-web" { policy = "write" }
+		 namespace "team-*" { capabilities = ["submit-job"] }
+		 namespace "team-a*" { policy = "read" }`,
+		`namespace "dev" { policy = "write" }`,
+		`namespace "dev" { capabilities = ["alloc-exec"] }
+		 namespace "qa" { policy = "write" }`,
+		`namespace "qa" { policy = "deny" }`,
+	)
+	for _, tc := range []struct {
+		ns, op string
+		want   bool
+	}{
+		{"default", acl.CapListJobs, true},
+		{"default", acl.CapReadJob, true},
+		{"default", acl.CapSubmitJob, false},
+		{"default", acl.CapReadLogs, false},
+		{"prod-db", acl.CapReadJob, false},   // the closer glob denies
+		{"prod-web", acl.CapSubmitJob, true}, // the exact name wins
+		{"team-b", acl.CapSubmitJob, true},   // team-* only
+		{"team-b", acl.CapReadJob, false},    // team-* is closer than *
+		{"team-alpha", acl.CapReadJob, true}, // team-a* is closer than team-*
+		{"team-alpha", acl.CapSubmitJob, false},
+		{"dev", acl.CapAllocExec, true}, // merged across policies
+		{"dev", acl.CapSubmitJob, true},
+		{"qa", acl.CapReadJob, false}, // deny wins the merge
+		{acl.AllNamespaces, acl.CapSubmitJob, true},
+		{acl.AllNamespaces, acl.CapAllocNodeExec, false},
+	} {
+		if got := a.AllowNamespaceOp(tc.ns, tc.op); got != tc.want {
+			t.Errorf("%s in %q: %v, want %v", tc.op, tc.ns, got, tc.want)
 		}
 	}
-	if len(acl.Hash("x")) != 64 {
-		t.Fatal("hash is hex SHA-256")
+	if a.AllowNamespace("qa") || a.AllowNamespace("prod-db") || !a.AllowNamespace("default") {
+		t.Error("AllowNamespace: deny namespaces allow nothing, read ones something")
 	}
-	a.Tokens = failing{}
-	if _, err := a.Authorize(context.Background(), events.APIGatewayV2CustomAuthorizerV2Request{Headers: map[string]string{"X-Nomad-Token": "other"}}); err == nil {
-		t.Fatal("a failed lookup must be an error")
+	if a.IsManagement() || a.AllowNodeRead() || a.AllowAgentRead() || a.AllowOperatorRead() {
+		t.Error("namespace-only policies grant node, agent or operator rights")
+	}
+	none := compile(t)
+	if none.AllowNamespaceOp("default", acl.CapListJobs) || none.AllowNamespace(acl.AllNamespaces) {
+		t.Error("an ACL without policies allows something")
+	}
+	scale := compile(t, `namespace "default" { policy = "scale" }`)
+	if !scale.AllowNamespaceOp("default", acl.CapScaleJob) || !scale.AllowNamespaceOp("default", acl.CapReadJob) ||
+		scale.AllowNamespaceOp("default", acl.CapSubmitJob) || scale.AllowNamespaceOp("default", acl.CapListJobs) {
+		t.Error("scale grants Nomad's scale set")
+	}
+}
+
+// TestBlockLevels: agent, node and operator take the most privilege, deny
+// winning; write allows reads.
+func TestBlockLevels(t *testing.T) {
+	a := compile(t, `node { policy = "read" }
+		agent { policy = "write" }
+		operator { policy = "read" }`,
+		`node { policy = "write" }`)
+	if !a.AllowNodeRead() || !a.AllowNodeWrite() || !a.AllowAgentRead() || !a.AllowAgentWrite() ||
+		!a.AllowOperatorRead() || a.AllowOperatorWrite() {
+		t.Errorf("levels: node r/w %v/%v, agent %v/%v, operator %v/%v", a.AllowNodeRead(), a.AllowNodeWrite(),
+			a.AllowAgentRead(), a.AllowAgentWrite(), a.AllowOperatorRead(), a.AllowOperatorWrite())
+	}
+	d := compile(t, `node { policy = "write" }`, `node { policy = "deny" }`)
+	if d.AllowNodeRead() {
+		t.Error("deny does not win over write")
+	}
+	m := acl.ManagementACL()
+	if !m.IsManagement() || !m.AllowNodeWrite() || !m.AllowOperatorWrite() || !m.AllowNamespaceOp("any", acl.CapAllocExec) {
+		t.Error("management allows everything")
+	}
+	var nilACL *acl.ACL
+	if nilACL.AllowNodeRead() || nilACL.AllowNamespaceOp("default", acl.CapReadJob) {
+		t.Error("a nil ACL allows something")
 	}
 }

@@ -8,17 +8,21 @@ package agent
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
 	"net/http"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/drover-sched/drover/acl"
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/controlplane/cpclient"
 	evqueue "github.com/drover-sched/drover/events/embedded"
@@ -107,8 +111,22 @@ type Config struct {
 	BeforeCommit func(ctx context.Context, eval *structs.Evaluation, attempt int)
 	// SupervisorCommand overrides how task supervisors start (tests).
 	SupervisorCommand []string
-	Logger            *zap.Logger
+	// ACLEnabled turns Nomad's ACLs on in a server (Nomad's acl.enabled,
+	// -acl-enabled; off unless asked, in -dev too): every request needs a
+	// token whose policies allow it (the anonymous policy applies without
+	// one); POST /v1/acl/bootstrap makes the first management token. The
+	// one-time bootstrap reset is Nomad's: write the reset index the
+	// refusal names into <data-dir>/server/acl-bootstrap-reset.
+	ACLEnabled bool
+	// TLS is the agent's HTTPS (see TLSConfig).
+	TLS    TLSConfig
+	Logger *zap.Logger
 }
+
+// ACLBootstrapResetFile is the file, under <data-dir>/server, whose
+// content (a number) allows one more ACL bootstrap when it equals the
+// last bootstrap's index, as Nomad's acl-bootstrap-reset.
+const ACLBootstrapResetFile = "acl-bootstrap-reset"
 
 var _ httpapi.ClientNode = (*nodeagent.Agent)(nil)
 
@@ -141,6 +159,12 @@ func New(cfg Config) (*Agent, error) {
 	}
 	if cfg.Client && !cfg.Server && len(cfg.Servers) == 0 && cfg.ControlPlane == nil {
 		return nil, errors.New("agent: a client needs -servers (the HTTP address of a server)")
+	}
+	if err := cfg.TLS.check(); err != nil {
+		return nil, fmt.Errorf("agent: %w", err)
+	}
+	if cfg.Server && cfg.TLS.CAFile != "" && !cfg.TLS.Enabled() {
+		return nil, errors.New("agent: TLS: a server given -tls-ca-file needs -tls-cert-file and -tls-key-file (its own certificate)")
 	}
 	if cfg.HTTPAddr == "" {
 		cfg.HTTPAddr = DefaultHTTPAddr
@@ -203,7 +227,19 @@ func (a *Agent) newClient() error {
 	if a.cfg.ControlPlane != nil {
 		cp = a.cfg.ControlPlane
 	} else if !a.cfg.Server {
-		c, err := cpclient.New(a.cfg.Servers)
+		secret, err := nodeagent.LoadOrCreateNodeSecret(filepath.Join(a.cfg.DataDir, "client"))
+		if err != nil {
+			return fmt.Errorf("node secret: %w", err)
+		}
+		opts := []cpclient.Option{cpclient.WithNodeSecret(secret)}
+		tc, err := a.cfg.TLS.ClientConfig()
+		if err != nil {
+			return err
+		}
+		if tc != nil {
+			opts = append(opts, cpclient.WithTLS(tc))
+		}
+		c, err := cpclient.New(a.cfg.Servers, opts...)
 		if err != nil {
 			return err
 		}
@@ -257,10 +293,10 @@ func (a *Agent) Listen() error {
 	if !a.cfg.Server {
 		return a.listenClient()
 	}
-	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	ln, err := a.listen()
 	if err != nil {
 		a.store.Close()
-		return fmt.Errorf("listen on %s: %w", a.cfg.HTTPAddr, err)
+		return err
 	}
 	a.listener = ln
 	if a.node != nil {
@@ -272,6 +308,22 @@ func (a *Agent) Listen() error {
 		a.node.SetHTTPAddr(adv)
 	}
 	return nil
+}
+
+// listen binds HTTPAddr, serving TLS when configured.
+func (a *Agent) listen() (net.Listener, error) {
+	tc, err := a.cfg.TLS.ServerConfig()
+	if err != nil {
+		return nil, err
+	}
+	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", a.cfg.HTTPAddr, err)
+	}
+	if tc != nil {
+		ln = tls.NewListener(ln, tc)
+	}
+	return ln, nil
 }
 
 // ListenAddr returns the bound API address after Listen, or "".
@@ -336,17 +388,27 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		ln := a.listener
 		addr := ln.Addr().String()
+		forwardTLS, err := a.cfg.TLS.ClientConfig()
+		if err != nil {
+			ln.Close()
+			a.store.Close()
+			return err
+		}
+		var acls httpapi.ACLs
+		if a.cfg.ACLEnabled {
+			acls = &acl.Service{Store: a.store, ResetIndex: a.aclResetIndex}
+		}
 		a.api = httpapi.New(httpapi.Config{
 			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,
 			Plans: a.service, Scaler: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
-			ForwardSigner: a.forward, Logger: a.log.Named("http"),
+			ForwardSigner: a.forward, ForwardTLS: forwardTLS, ACL: acls, NodeSecrets: a.store, Logger: a.log.Named("http"),
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},
 		})
 		if a.node != nil {
 			a.api.HandleClient(a.node) // the node's client routes, served in-process
 		}
-		srv = &http.Server{Handler: a.api, ReadHeaderTimeout: 10 * time.Second}
+		srv = &http.Server{Handler: a.api, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.log.Named("http"))}
 		n, err := a.service.RestorePending(ctx)
 		if err != nil {
 			ln.Close()
@@ -379,7 +441,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+		srv = &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: zap.NewStdLog(a.log.Named("client-http"))}
 		ln := a.listener
 		a.log.Info("client HTTP API listening", zap.String("http_addr", ln.Addr().String()), zap.String("advertised", a.node.Node().HTTPAddr))
 		go func() {
@@ -436,6 +498,26 @@ func (a *Agent) Run(ctx context.Context) error {
 	}
 	a.log.Info("drover agent stopped")
 	return runErr
+}
+
+// aclResetIndex reads <data-dir>/server/acl-bootstrap-reset (0 when
+// absent or not a number, which is logged).
+func (a *Agent) aclResetIndex() uint64 {
+	path := filepath.Join(a.cfg.DataDir, "server", ACLBootstrapResetFile)
+	b, err := os.ReadFile(path)
+	if err != nil {
+		if !errors.Is(err, os.ErrNotExist) {
+			a.log.Error("read the ACL bootstrap reset file", zap.String("path", path), zap.Error(err))
+		}
+		return 0
+	}
+	n, err := strconv.ParseUint(strings.TrimSpace(string(b)), 10, 64)
+	if err != nil {
+		a.log.Error("the ACL bootstrap reset file holds no index", zap.String("path", path), zap.Error(err))
+		return 0
+	}
+	a.log.Warn("ACL bootstrap reset file found", zap.String("path", path), zap.Uint64("reset_index", n))
+	return n
 }
 
 func (a *Agent) nodeName() string {

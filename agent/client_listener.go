@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"net/http"
 	"net/url"
 	"os"
@@ -47,9 +46,9 @@ func loadForwardSigner(dir string) (*httpapi.ForwardSigner, error) {
 // listenClient binds a client-only agent's listener, where its node
 // serves Nomad's client routes, and advertises its address in the node.
 func (a *Agent) listenClient() error {
-	ln, err := net.Listen("tcp", a.cfg.HTTPAddr)
+	ln, err := a.listen()
 	if err != nil {
-		return fmt.Errorf("listen on %s (the client's HTTP address, -http-addr): %w", a.cfg.HTTPAddr, err)
+		return fmt.Errorf("the client's HTTP address (-http-addr): %w", err)
 	}
 	a.listener = ln
 	adv := a.cfg.AdvertiseHTTP
@@ -64,11 +63,18 @@ func (a *Agent) listenClient() error {
 // each request admitted by a server's forward signature or by its token,
 // checked against the control plane's API (see httpapi.ClientAuth).
 func (a *Agent) clientAPI() (http.Handler, error) {
-	auth := &httpapi.ClientAuth{NodeID: a.node.NodeID()}
+	auth := &httpapi.ClientAuth{NodeID: a.node.NodeID(), AllocNamespace: a.node.AllocNamespace}
 	if len(a.cfg.Servers) > 0 {
 		base := a.cfg.Servers[0]
+		tc, err := a.cfg.TLS.ClientConfig()
+		if err != nil {
+			return nil, err
+		}
 		if !strings.Contains(base, "://") {
 			base = "http://" + base
+			if tc != nil {
+				base = "https://" + a.cfg.Servers[0]
+			}
 		}
 		u, err := url.Parse(base)
 		if err != nil || u.Host == "" {
@@ -78,7 +84,9 @@ func (a *Agent) clientAPI() (http.Handler, error) {
 		if a.cfg.ControlPlane == nil {
 			// Servers of the embedded home forward, signed; the AWS home
 			// has none.
-			hc := &http.Client{Timeout: 10 * time.Second}
+			hc := httpClient(tc)
+			hc.Timeout = 10 * time.Second
+			auth.HTTPClient = hc
 			auth.ForwardKey = func(ctx context.Context) (ed25519.PublicKey, error) {
 				return httpapi.FetchForwardKey(ctx, hc, auth.APIAddress)
 			}

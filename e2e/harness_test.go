@@ -74,7 +74,7 @@ func (s *syncBuffer) String() string {
 }
 
 // apiAddr matches the agent's banner line naming the bound API address.
-var apiAddr = regexp.MustCompile(`HTTP API: http://(127\.0\.0\.1:\d+)`)
+var apiAddr = regexp.MustCompile(`HTTP API: https?://(127\.0\.0\.1:\d+)`)
 
 // waitAddr waits for the agent to print the address it bound.
 func (a *agentProc) waitAddr() {

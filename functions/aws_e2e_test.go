@@ -300,6 +300,7 @@ func TestAWSHomeEndToEnd(t *testing.T) {
 		nodes, _, err := c.Nodes().List(nil)
 		return err == nil && len(nodes) == 1 && nodes[0].ID == nodeID && nodes[0].Status == "ready"
 	})
+	checkACLsOnAWS(t, gw, c)
 
 	script := filepath.Join(dir, "service.sh")
 	if err := os.WriteFile(script, []byte("#!/bin/sh\nwhile true; do sleep 1; done\n"), 0o755); err != nil {

@@ -35,7 +35,9 @@ type env struct {
 	evaluator *scheduler.Evaluator
 }
 
-func newEnv(t *testing.T) *env {
+// newEnv is an API on a fresh embedded store with the control plane; opts
+// change its configuration (ACLs, node secrets).
+func newEnv(t *testing.T, opts ...func(cfg *httpapi.Config, store *embedded.Store)) *env {
 	t.Helper()
 	store, err := embedded.Open(filepath.Join(t.TempDir(), "state.db"))
 	if err != nil {
@@ -47,9 +49,13 @@ func newEnv(t *testing.T) *env {
 	evaluator := &scheduler.Evaluator{State: store, Reconcile: reconcile.Reconcile, UpdateOnNodes: placement.UpdateTypeOnNodes,
 		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: store, TTL: time.Nanosecond}}
 	svc := controlplane.New(controlplane.Config{Store: store, Queue: broker, Logger: zaptest.NewLogger(t), Planner: evaluator})
-	api := httpapi.New(httpapi.Config{State: store, Jobs: svc, Watcher: store, Logger: zaptest.NewLogger(t),
+	cfg := httpapi.Config{State: store, Jobs: svc, Watcher: store, Logger: zaptest.NewLogger(t),
 		Plans: svc, Scaler: svc, Allocs: svc, Namespaces: svc, Scheduler: svc, Operator: svc,
-		Agent: httpapi.AgentInfo{Name: "test", Region: "global", Datacenter: "dc1", Version: "0.1.0", HTTPAddr: "127.0.0.1:4646", Server: true}})
+		Agent: httpapi.AgentInfo{Name: "test", Region: "global", Datacenter: "dc1", Version: "0.1.0", HTTPAddr: "127.0.0.1:4646", Server: true}}
+	for _, o := range opts {
+		o(&cfg, store)
+	}
+	api := httpapi.New(cfg)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	return &env{t: t, store: store, srv: srv, svc: svc, evaluator: evaluator}

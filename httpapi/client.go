@@ -208,7 +208,11 @@ func (s *Server) forwardToNode(w http.ResponseWriter, r *http.Request, nodeID st
 		return
 	}
 	target := &url.URL{Scheme: "http", Host: node.HTTPAddr}
+	if s.forward != nil {
+		target.Scheme = "https"
+	}
 	proxy := &httputil.ReverseProxy{
+		Transport: s.forward,
 		Rewrite: func(pr *httputil.ProxyRequest) {
 			pr.SetURL(target)
 			pr.Out.URL.Path, pr.Out.URL.RawPath = pr.In.URL.Path, ""

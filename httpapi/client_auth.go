@@ -14,8 +14,11 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
+
+	"github.com/drover-sched/drover/acl"
 )
 
 // How a client agent's own listener trusts a request. Two kinds reach it:
@@ -29,11 +32,13 @@ import (
 //     signature within ForwardMaxSkew, for itself only. The user's token is
 //     not forwarded.
 //   - Direct (Nomad's Go client and CLI try the node's HTTPAddr first; on
-//     AWS it is the only way): the request's X-Nomad-Token is checked by
-//     the control plane itself, by replaying a read the route's data
-//     implies (the alloc, or the node for host stats) with that token;
-//     an answer of 2xx admits the request, 401/403 refuses it, and the
-//     verdict is kept TokenCheckTTL.
+//     AWS it is the only way): the request's X-Nomad-Token is resolved by
+//     the control plane (GET /v1/acl/token/self, then the token's own
+//     policies), and the node checks the capability the route declares
+//     (ClientRouteCapabilities) in the allocation's namespace, as Nomad's
+//     client does; a control plane without ACLs ("ACL support disabled")
+//     admits a token whose replayed read of the alloc (or the node, for
+//     host stats) answers 2xx. The verdict is kept TokenCheckTTL.
 
 // Headers of a forwarded request.
 const (
@@ -114,6 +119,10 @@ type ClientAuth struct {
 	HTTPClient *http.Client
 	// Now is the clock (default time.Now).
 	Now func() time.Time
+	// AllocNamespace returns the namespace of an alloc of this node (the
+	// node agent's); nil: it is read from the control plane with the
+	// request's token.
+	AllocNamespace func(ctx context.Context, allocID string) (string, error)
 
 	mu      sync.Mutex
 	pub     ed25519.PublicKey
@@ -147,7 +156,7 @@ func (a *ClientAuth) Authenticate(r *http.Request, allocID string) error {
 	if r.Header.Get(HeaderForwardSignature) != "" {
 		return a.verifyForward(r)
 	}
-	return a.checkToken(r.Context(), r.Header.Get("X-Nomad-Token"), allocID)
+	return a.checkToken(r.Context(), acl.SecretOf(r), allocID, ClientRouteCapabilities[r.Pattern])
 }
 
 func (a *ClientAuth) verifyForward(r *http.Request) error {
@@ -203,9 +212,9 @@ func (a *ClientAuth) publicKey(ctx context.Context) (ed25519.PublicKey, error) {
 	return pub, nil
 }
 
-// checkToken asks the control plane whether token may read the alloc (or
-// this node), replaying that read with it.
-func (a *ClientAuth) checkToken(ctx context.Context, token, allocID string) error {
+// checkToken asks the control plane who token is and checks that it has
+// one of caps on the alloc (or node:read for this node).
+func (a *ClientAuth) checkToken(ctx context.Context, token, allocID string, caps []string) error {
 	if a.APIAddress == "" {
 		return fmt.Errorf("%w: direct requests are not accepted by this client; go through a server", errUnauthenticated)
 	}
@@ -213,7 +222,7 @@ func (a *ClientAuth) checkToken(ctx context.Context, token, allocID string) erro
 	if allocID != "" {
 		path = "/v1/allocation/" + url.PathEscape(allocID)
 	}
-	sum := sha256.Sum256([]byte(token + "\x00" + path))
+	sum := sha256.Sum256([]byte(token + "\x00" + path + "\x00" + strings.Join(caps, ",")))
 	key := hex.EncodeToString(sum[:])
 	now := a.now()
 	a.mu.Lock()
@@ -222,7 +231,7 @@ func (a *ClientAuth) checkToken(ctx context.Context, token, allocID string) erro
 		return v.err
 	}
 	a.mu.Unlock()
-	err := a.replayRead(ctx, token, path)
+	err := a.checkCapability(ctx, token, allocID, path, caps)
 	if errors.Is(err, errAuthUnavailable) {
 		return err // not kept: ask again next time
 	}
@@ -233,6 +242,109 @@ func (a *ClientAuth) checkToken(ctx context.Context, token, allocID string) erro
 	a.verdict[key] = tokenVerdict{err: err, until: now.Add(TokenCheckTTL)}
 	a.mu.Unlock()
 	return err
+}
+
+// checkCapability resolves token with the control plane and checks caps.
+func (a *ClientAuth) checkCapability(ctx context.Context, token, allocID, path string, caps []string) error {
+	code, body, err := a.get(ctx, token, "/v1/acl/token/self")
+	switch {
+	case err != nil:
+		return err
+	case code == http.StatusNotFound, code == http.StatusBadRequest && strings.Contains(body, acl.ErrDisabled.Error()):
+		return a.replayRead(ctx, token, path) // a control plane without ACLs
+	case code == http.StatusUnauthorized || code == http.StatusForbidden:
+		return fmt.Errorf("%w: the control plane refused the request's token (%d)", errUnauthenticated, code)
+	case code != http.StatusOK:
+		return fmt.Errorf("%w: the control plane answered %d to the token lookup", errAuthUnavailable, code)
+	}
+	var tok struct {
+		Type     string
+		Policies []string
+	}
+	if err := json.Unmarshal([]byte(body), &tok); err != nil {
+		return fmt.Errorf("%w: decode the token: %v", errAuthUnavailable, err)
+	}
+	if tok.Type == "management" {
+		return nil
+	}
+	var rules []*acl.Rules
+	for _, name := range tok.Policies {
+		code, body, err := a.get(ctx, token, "/v1/acl/policy/"+url.PathEscape(name))
+		if err != nil {
+			return err
+		}
+		if code != http.StatusOK {
+			continue // gone, or not readable: it grants nothing here
+		}
+		var p struct{ Rules string }
+		if err := json.Unmarshal([]byte(body), &p); err != nil {
+			return fmt.Errorf("%w: decode policy %s: %v", errAuthUnavailable, name, err)
+		}
+		r, err := acl.ParseRules(p.Rules)
+		if err != nil {
+			continue
+		}
+		rules = append(rules, r)
+	}
+	granted := acl.Compile(rules)
+	if len(caps) == 1 && caps[0] == "node:read" {
+		if !granted.AllowNodeRead() {
+			return fmt.Errorf("%w: Permission denied (node:read)", errUnauthenticated)
+		}
+		return nil
+	}
+	ns, err := a.allocNamespace(ctx, token, allocID)
+	if err != nil {
+		return err
+	}
+	if !granted.AllowNamespaceAnyOf(ns, caps...) {
+		return fmt.Errorf("%w: Permission denied (%s in namespace %s)", errUnauthenticated, strings.Join(caps, " or "), ns)
+	}
+	return nil
+}
+
+func (a *ClientAuth) allocNamespace(ctx context.Context, token, allocID string) (string, error) {
+	if a.AllocNamespace != nil {
+		ns, err := a.AllocNamespace(ctx, allocID)
+		if err != nil {
+			return "", fmt.Errorf("%w: %v", errUnauthenticated, err)
+		}
+		return ns, nil
+	}
+	code, body, err := a.get(ctx, token, "/v1/allocation/"+url.PathEscape(allocID))
+	if err != nil {
+		return "", err
+	}
+	if code != http.StatusOK {
+		return "", fmt.Errorf("%w: the control plane answered %d for the allocation", errUnauthenticated, code)
+	}
+	var al struct{ Namespace string }
+	if err := json.Unmarshal([]byte(body), &al); err != nil {
+		return "", fmt.Errorf("%w: decode the allocation: %v", errAuthUnavailable, err)
+	}
+	return al.Namespace, nil
+}
+
+// get reads path from the control plane with token.
+func (a *ClientAuth) get(ctx context.Context, token, path string) (int, string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, a.APIAddress+path, nil)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: %v", errAuthUnavailable, err)
+	}
+	if token != "" {
+		req.Header.Set("X-Nomad-Token", token)
+	}
+	hc := a.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: 10 * time.Second}
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return 0, "", fmt.Errorf("%w: %v", errAuthUnavailable, err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	return resp.StatusCode, string(b), nil
 }
 
 func (a *ClientAuth) replayRead(ctx context.Context, token, path string) error {

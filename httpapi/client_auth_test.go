@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -82,7 +83,11 @@ func TestClientAuthChecksDirectTokensWithTheControlPlane(t *testing.T) {
 	if err := auth.Authenticate(with("good"), "a1"); err != nil {
 		t.Fatal(err)
 	}
-	if err := auth.Authenticate(with("good"), "a1"); err != nil || calls.Load() != 1 {
+	// A control plane without ACL routes (404) has the read replayed.
+	if first := calls.Load(); first != 2 {
+		t.Errorf("first check made %d calls, want the token lookup and the replayed read", first)
+	}
+	if err := auth.Authenticate(with("good"), "a1"); err != nil || calls.Load() != 2 {
 		t.Errorf("second check: %v after %d calls (want the verdict kept)", err, calls.Load())
 	}
 	if err := auth.Authenticate(with("good"), ""); err != nil {
@@ -100,5 +105,63 @@ func TestClientAuthChecksDirectTokensWithTheControlPlane(t *testing.T) {
 	}
 	if err := (&ClientAuth{NodeID: "n1"}).Authenticate(with("good"), "a1"); !errors.Is(err, errUnauthenticated) {
 		t.Errorf("no API to check with: %v", err)
+	}
+}
+
+// TestClientAuthChecksCapabilities: with ACLs on the control plane, a
+// direct request is admitted only when the token's policies grant the
+// capability its route declares (ClientRouteCapabilities) in the alloc's
+// namespace: a read-only token may read stats but not exec; a management
+// token may do both; a token of another namespace neither.
+func TestClientAuthChecksCapabilities(t *testing.T) {
+	tokens := map[string]string{
+		"ro":    `{"Type": "client", "Policies": ["readonly"]}`,
+		"root":  `{"Type": "management"}`,
+		"other": `{"Type": "client", "Policies": ["elsewhere"]}`,
+	}
+	policies := map[string]string{
+		"readonly":  `{"Name": "readonly", "Rules": "namespace \"prod\" { policy = \"read\" }"}`,
+		"elsewhere": `{"Name": "elsewhere", "Rules": "namespace \"dev\" { policy = \"write\" }"}`,
+	}
+	api := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		tok, ok := tokens[r.Header.Get("X-Nomad-Token")]
+		switch {
+		case !ok:
+			w.WriteHeader(http.StatusForbidden)
+		case r.URL.Path == "/v1/acl/token/self":
+			_, _ = w.Write([]byte(tok))
+		case strings.HasPrefix(r.URL.Path, "/v1/acl/policy/"):
+			if p, ok := policies[strings.TrimPrefix(r.URL.Path, "/v1/acl/policy/")]; ok {
+				_, _ = w.Write([]byte(p))
+				return
+			}
+			w.WriteHeader(http.StatusNotFound)
+		default:
+			w.WriteHeader(http.StatusNotFound)
+		}
+	}))
+	defer api.Close()
+	auth := &ClientAuth{NodeID: "n1", APIAddress: api.URL,
+		AllocNamespace: func(context.Context, string) (string, error) { return "prod", nil }}
+	req := func(token, pattern string) *http.Request {
+		r := httptest.NewRequest(http.MethodGet, "/v1/client/allocation/a1/x", nil)
+		r.Header.Set("X-Nomad-Token", token)
+		r.Pattern = pattern
+		return r
+	}
+	const stats, exec = "GET /v1/client/allocation/{id}/stats", "GET /v1/client/allocation/{id}/exec"
+	for _, c := range []struct {
+		token, pattern string
+		ok             bool
+	}{
+		{"ro", stats, true}, {"ro", exec, false}, {"root", exec, true}, {"other", stats, false}, {"other", exec, false},
+	} {
+		err := auth.Authenticate(req(c.token, c.pattern), "a1")
+		if (err == nil) != c.ok {
+			t.Errorf("token %s on %s: %v, want allowed %v", c.token, c.pattern, err, c.ok)
+		}
+		if err != nil && !errors.Is(err, errUnauthenticated) {
+			t.Errorf("token %s on %s: refusal %v is not a 403", c.token, c.pattern, err)
+		}
 	}
 }

@@ -128,6 +128,10 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request, pathID string)
 		s.fail(w, r, err)
 		return
 	}
+	if err := s.allowJobNamespace(r, req.Job.Namespace); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if region := s.cfg.Agent.Region; region != "" && req.Job.Region != region {
 		s.fail(w, r, badRequestf("Job.Region: %q is not this cluster's region %q (drover runs one region)", req.Job.Region, region))
 		return

@@ -42,6 +42,10 @@ func (s *Server) planJob(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, err)
 		return
 	}
+	if err := s.allowJobNamespace(r, req.Job.Namespace); err != nil {
+		s.fail(w, r, err)
+		return
+	}
 	if req.Job.ID != r.PathValue("id") {
 		s.fail(w, r, badRequestf("Job.ID: %q does not match the job ID in the path %q", req.Job.ID, r.PathValue("id")))
 		return

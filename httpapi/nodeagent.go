@@ -2,12 +2,16 @@ package httpapi
 
 import (
 	"context"
+	"crypto/subtle"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
 	"time"
 
+	"github.com/drover-sched/drover/acl"
+	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -27,6 +31,14 @@ type NodeAgents interface {
 // authorizer accepts every request, as the embedded home does (its API
 // listens on 127.0.0.1 by default).
 type NodeAuthorizer func(r *http.Request, nodeID string) error
+
+// NodeSecrets binds each node ID to the hash of the secret the node
+// registered with (storage.Store): the self-hosted home's node identity,
+// Nomad's node SecretID.
+type NodeSecrets interface {
+	BindNodeSecret(ctx context.Context, nodeID, secretHash string) error
+	NodeSecretHash(ctx context.Context, nodeID string) (string, error)
+}
 
 // Node-agent wire types.
 
@@ -94,12 +106,55 @@ func (s *Server) nodePreviousAlloc(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, r, http.StatusOK, &PreviousAllocResponse{Alloc: prev})
 }
 
+// authorizeNode checks that a node-agent request comes from the node it
+// names: its IAM identity (NodeAuth, AWS) and the secret it registered with
+// (NodeSecrets, self-hosted; sent as X-Nomad-Token, as Nomad's client
+// sends its node secret). A registration binds the node to its secret the
+// first time; another node's secret, a missing one, or a node never
+// registered is refused with a 403.
 func (s *Server) authorizeNode(w http.ResponseWriter, r *http.Request, nodeID string) bool {
-	if s.cfg.NodeAuth == nil {
+	return s.checkNode(w, r, nodeID, false)
+}
+
+func (s *Server) checkNode(w http.ResponseWriter, r *http.Request, nodeID string, register bool) bool {
+	if s.cfg.NodeAuth != nil {
+		if err := s.cfg.NodeAuth(r, nodeID); err != nil {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("node %s: %v", nodeID, err))
+			return false
+		}
+	}
+	if s.cfg.NodeSecrets == nil {
 		return true
 	}
-	if err := s.cfg.NodeAuth(r, nodeID); err != nil {
-		writeError(w, http.StatusForbidden, fmt.Sprintf("node %s: %v", nodeID, err))
+	secret := acl.SecretOf(r)
+	if secret == "" {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("node %s: the node's secret is required (X-Nomad-Token)", nodeID))
+		return false
+	}
+	h := acl.Hash(secret)
+	if register {
+		err := s.cfg.NodeSecrets.BindNodeSecret(r.Context(), nodeID, h)
+		if errors.Is(err, storage.ErrConflict) {
+			writeError(w, http.StatusForbidden, fmt.Sprintf("node %s: registered with another secret: this is not that node", nodeID))
+			return false
+		}
+		if err != nil {
+			s.fail(w, r, err)
+			return false
+		}
+		return true
+	}
+	bound, err := s.cfg.NodeSecrets.NodeSecretHash(r.Context(), nodeID)
+	if errors.Is(err, storage.ErrNotFound) {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("node %s: not registered (register first)", nodeID))
+		return false
+	}
+	if err != nil {
+		s.fail(w, r, err)
+		return false
+	}
+	if subtle.ConstantTimeCompare([]byte(bound), []byte(h)) != 1 {
+		writeError(w, http.StatusForbidden, fmt.Sprintf("node %s: wrong node secret", nodeID))
 		return false
 	}
 	return true
@@ -123,7 +178,7 @@ func (s *Server) nodeRegister(w http.ResponseWriter, r *http.Request) {
 		s.fail(w, r, badRequestf("Node.ID: is required"))
 		return
 	}
-	if !s.authorizeNode(w, r, req.Node.ID) {
+	if !s.checkNode(w, r, req.Node.ID, true) {
 		return
 	}
 	ttl, err := s.cfg.NodeAgents.RegisterNode(r.Context(), req.Node)

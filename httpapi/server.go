@@ -18,6 +18,7 @@ import (
 	"bytes"
 	"compress/gzip"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -30,6 +31,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/drover-sched/drover/acl"
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/jobspec"
 	"github.com/drover-sched/drover/storage"
@@ -116,10 +118,26 @@ type Config struct {
 	Namespaces Namespaces
 	// Scheduler, when set, serves /v1/operator/scheduler/configuration.
 	Scheduler SchedulerConfigs
+	// ACL, when set, turns Nomad's ACLs on: every route checks what its
+	// row of the capability table (capabilities.go) says its caller
+	// needs, answering 403 "Permission denied" otherwise; lists are
+	// filtered to what the caller may read; the /v1/acl routes work. Nil:
+	// ACLs off, as Nomad without acl.enabled (every request allowed, the
+	// /v1/acl routes answer 400 "ACL support disabled").
+	ACL ACLs
+	// NodeSecrets, when set, binds each node to the secret it first
+	// registered with (Nomad's node SecretID, sent as X-Nomad-Token) and
+	// refuses node-agent requests that do not present it: the
+	// self-hosted home. On AWS nodes are IAM identities (NodeAuth).
+	NodeSecrets NodeSecrets
 	// ForwardSigner, when set, lets a server forward client routes to the
 	// node that runs the alloc (signed; see ClientAuth) and serves its
 	// public key at GET /v1/nodeagent/forward-key.
 	ForwardSigner *ForwardSigner
+	// ForwardTLS, when set, is how forwarded client routes reach nodes:
+	// over HTTPS, the node's certificate verified and this server's
+	// presented (the agents' TLS).
+	ForwardTLS *tls.Config
 	// ClientAuth, on a client agent's own listener (NewClientServer),
 	// admits its requests; nil admits all.
 	ClientAuth *ClientAuth
@@ -128,8 +146,13 @@ type Config struct {
 // Server serves the API.
 type Server struct {
 	cfg Config
-	mux *http.ServeMux
+	mux *routeMux
 	log *zap.Logger
+	// forward is the transport of forwarded client routes.
+	forward http.RoundTripper
+	// state is the store unfiltered, for the capability checks (cfg.State
+	// is filtered by identity when ACLs are on).
+	state State
 	// client serves the client routes of the node this process runs (set
 	// by HandleClient before serving); nil on a server without a node.
 	client ClientNode
@@ -143,9 +166,21 @@ func New(cfg Config) *Server {
 	if cfg.MaxWait <= 0 {
 		cfg.MaxWait = 10 * time.Minute
 	}
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger}
+	s := &Server{cfg: cfg, log: cfg.Logger, state: cfg.State}
+	if cfg.ForwardTLS != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = cfg.ForwardTLS
+		s.forward = t
+	}
+	s.mux = &routeMux{ServeMux: http.NewServeMux(), s: s}
 	if s.log == nil {
 		s.log = zap.NewNop()
+	}
+	if cfg.ACL != nil {
+		s.cfg.State = aclState{cfg.State}
+		if cfg.Namespaces != nil {
+			s.cfg.Namespaces = aclNamespaces{cfg.Namespaces}
+		}
 	}
 	s.routes()
 	return s
@@ -157,7 +192,8 @@ func New(cfg Config) *Server {
 // used.
 func NewClientServer(node ClientNode, cfg Config) *Server {
 	cfg.State = nil
-	s := &Server{cfg: cfg, mux: http.NewServeMux(), log: cfg.Logger, client: node}
+	s := &Server{cfg: cfg, log: cfg.Logger, client: node}
+	s.mux = &routeMux{ServeMux: http.NewServeMux(), s: s}
 	if s.log == nil {
 		s.log = zap.NewNop()
 	}
@@ -253,6 +289,7 @@ func (s *Server) routes() {
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
 	s.jobsParseRoutes()
+	s.aclRoutes()
 }
 
 // checkQuery refuses a query string that does not parse and a region
@@ -401,13 +438,18 @@ func writeError(w http.ResponseWriter, status int, msg string) {
 	_, _ = fmt.Fprintln(w, msg)
 }
 
-// fail maps an error to its status: bad input 400, unknown 404, failed
-// enforced index 409, else 500.
+// fail maps an error to its status: bad input 400, a denied or unknown
+// token 403 (Nomad's "Permission denied", "ACL token not found", "ACL
+// token expired"), unknown 404, failed enforced index 409, else 500.
 func (s *Server) fail(w http.ResponseWriter, r *http.Request, err error) {
 	var ve *jobspec.ValidationError
 	var bad *badRequest
+	var aclBad *acl.BadRequestError
 	switch {
-	case errors.As(err, &ve), errors.As(err, &bad), errors.Is(err, controlplane.ErrBadRequest):
+	case errors.Is(err, acl.ErrPermissionDenied), errors.Is(err, acl.ErrTokenNotFound), errors.Is(err, acl.ErrTokenExpired):
+		writeError(w, http.StatusForbidden, err.Error())
+	case errors.As(err, &ve), errors.As(err, &bad), errors.Is(err, controlplane.ErrBadRequest),
+		errors.As(err, &aclBad), errors.Is(err, acl.ErrDisabled):
 		writeError(w, http.StatusBadRequest, err.Error())
 	case errors.Is(err, storage.ErrNotFound):
 		writeError(w, http.StatusNotFound, err.Error())

@@ -374,7 +374,7 @@ var runBy = map[string][]string{
 }
 
 // authorizerCalls is what the authorizer function runs: acl.Authorizer →
-// Store.ACLToken → one GetItem of TOKEN#<hash>.
+// Store.ACLTokenBySecretHash → one GetItem of TOKEN#<hash>.
 var authorizerCalls = []string{"dynamodb:GetItem"}
 
 // pollerActions are what Lambda's SQS event source mapping does with the

@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -30,13 +31,55 @@ import (
 // have no IAM, so the signature is not verified: the identity is the one
 // given with -iam-userid and -iam-userarn (the aws:userid and ARN API
 // Gateway would report for the signer).
+//
+// As API Gateway does, the authorizer's answer (allow with its context,
+// or deny) is cached per identity source (the X-Nomad-Token value) for
+// -authorizer-ttl (template.yaml's ReauthorizeEvery; 0 disables the
+// cache). Each answer says whether it used a cached authorizer result in
+// the header X-Drover-Gateway-Authorizer ("cached" or "invoked"), which
+// only this local gateway adds, for tests.
 type gateway struct {
 	lambda     *lambda.Client
 	api        string
 	authorizer string
 	userID     string
 	userARN    string
+	ttl        time.Duration
 	logf       func(string, ...any)
+
+	mu    sync.Mutex
+	cache map[string]cachedAuth
+}
+
+// cachedAuth is one authorizer answer kept until expires.
+type cachedAuth struct {
+	resp    events.APIGatewayV2CustomAuthorizerSimpleResponse
+	expires time.Time
+}
+
+// authorize returns the authorizer's answer for the identity source,
+// from the cache while it is fresh.
+func (g *gateway) authorize(ctx context.Context, identity string, req events.APIGatewayV2CustomAuthorizerV2Request) (events.APIGatewayV2CustomAuthorizerSimpleResponse, bool, error) {
+	now := time.Now()
+	g.mu.Lock()
+	c, ok := g.cache[identity]
+	g.mu.Unlock()
+	if ok && now.Before(c.expires) {
+		return c.resp, true, nil
+	}
+	var resp events.APIGatewayV2CustomAuthorizerSimpleResponse
+	if err := g.invoke(ctx, g.authorizer, req, &resp); err != nil {
+		return resp, false, err
+	}
+	if g.ttl > 0 {
+		g.mu.Lock()
+		if g.cache == nil {
+			g.cache = map[string]cachedAuth{}
+		}
+		g.cache[identity] = cachedAuth{resp: resp, expires: now.Add(g.ttl)}
+		g.mu.Unlock()
+	}
+	return resp, false, nil
 }
 
 func runGateway(args []string) int {
@@ -47,6 +90,7 @@ func runGateway(args []string) int {
 	authorizer := fs.String("authorizer-function", "", "the X-Nomad-Token authorizer function (empty: user routes open)")
 	userID := fs.String("iam-userid", "", "aws:userid of SigV4-signed callers (node-agent routes)")
 	userARN := fs.String("iam-userarn", "", "ARN of SigV4-signed callers (node-agent routes), e.g. an assumed-role session")
+	ttl := fs.Duration("authorizer-ttl", 300*time.Second, "how long the authorizer's answer per token is cached (template.yaml's ReauthorizeEvery; 0: not cached)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -60,7 +104,7 @@ func runGateway(args []string) int {
 	if *endpoint != "" {
 		cfg.BaseEndpoint = aws.String(*endpoint)
 	}
-	g := &gateway{lambda: lambda.NewFromConfig(cfg), api: *api, authorizer: *authorizer, userID: *userID, userARN: *userARN,
+	g := &gateway{lambda: lambda.NewFromConfig(cfg), api: *api, authorizer: *authorizer, userID: *userID, userARN: *userARN, ttl: *ttl,
 		logf: log.New(os.Stderr, "gateway: ", log.LstdFlags|log.Lmicroseconds).Printf}
 	ln, err := net.Listen("tcp", *listen)
 	if err != nil {
@@ -124,10 +168,14 @@ func (g *gateway) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			writeGatewayError(w, http.StatusUnauthorized, "Unauthorized")
 			return
 		}
-		var resp events.APIGatewayV2CustomAuthorizerSimpleResponse
-		err := g.invoke(r.Context(), g.authorizer, events.APIGatewayV2CustomAuthorizerV2Request{Version: "2.0", Type: "REQUEST",
+		resp, cached, err := g.authorize(r.Context(), headers["x-nomad-token"], events.APIGatewayV2CustomAuthorizerV2Request{Version: "2.0", Type: "REQUEST",
 			RouteKey: route, RawPath: r.URL.Path, RawQueryString: r.URL.RawQuery, Headers: headers,
-			IdentitySource: []string{headers["x-nomad-token"]}}, &resp)
+			IdentitySource: []string{headers["x-nomad-token"]}})
+		if cached {
+			w.Header().Set("X-Drover-Gateway-Authorizer", "cached")
+		} else {
+			w.Header().Set("X-Drover-Gateway-Authorizer", "invoked")
+		}
 		if err != nil {
 			g.logf("authorizer: %v", err)
 			writeGatewayError(w, http.StatusInternalServerError, "Internal Server Error")

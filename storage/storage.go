@@ -75,6 +75,9 @@ const (
 	// and the scheduler configuration, Nomad's table names.
 	TableNamespaces      = "namespaces"
 	TableSchedulerConfig = "scheduler_config"
+	// TableACLTokens and TableACLPolicies are Nomad's ACL tables.
+	TableACLTokens   = "acl_token"
+	TableACLPolicies = "acl_policy"
 )
 
 // RegisterJobRequest registers a new version of a job together with the
@@ -370,6 +373,50 @@ type Store interface {
 	// set, only if the stored ModifyIndex is *cas (0: never set), as
 	// Nomad's ?cas=; it reports whether it wrote and the write's index.
 	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas *uint64) (bool, uint64, error)
+
+	// ACL tokens and policies (Nomad's ACL system) and node secrets.
+
+	// ACLBootstrapIndex returns the index at which ACLs were last
+	// bootstrapped, 0 if never (Nomad's bootstrap reset index).
+	ACLBootstrapIndex(ctx context.Context) (uint64, error)
+	// ACLBootstrap writes token (the bootstrap management token) and makes
+	// the write's index the bootstrap index, only if the bootstrap index
+	// is still expectIndex (0: never bootstrapped); else a *ConflictError
+	// and nothing is written. It returns the token as stored.
+	ACLBootstrap(ctx context.Context, token *structs.ACLToken, expectIndex uint64) (*structs.ACLToken, error)
+	// UpsertACLPolicies creates or replaces policies by name in one write
+	// (a replaced policy keeps its CreateIndex) and returns its index.
+	UpsertACLPolicies(ctx context.Context, policies []*structs.ACLPolicy) (uint64, error)
+	// ACLPolicy returns a policy, or ErrNotFound.
+	ACLPolicy(ctx context.Context, name string) (*structs.ACLPolicy, error)
+	// ACLPolicies lists the policies whose name starts with prefix,
+	// sorted by name.
+	ACLPolicies(ctx context.Context, prefix string) ([]*structs.ACLPolicy, error)
+	// DeleteACLPolicies removes policies in one write; ErrNotFound (and
+	// nothing removed) if one is absent.
+	DeleteACLPolicies(ctx context.Context, names []string) (uint64, error)
+	// UpsertACLTokens creates or replaces tokens by AccessorID in one
+	// write. A created token needs AccessorID and SecretHash; a replaced
+	// one keeps its SecretHash, CreateTime and CreateIndex. A token whose
+	// SecretHash is another token's is a *ConflictError.
+	UpsertACLTokens(ctx context.Context, tokens []*structs.ACLToken) (uint64, error)
+	// ACLTokenByAccessor returns a token, or ErrNotFound.
+	ACLTokenByAccessor(ctx context.Context, accessorID string) (*structs.ACLToken, error)
+	// ACLTokenBySecretHash returns the token whose secret has this hash,
+	// or ErrNotFound.
+	ACLTokenBySecretHash(ctx context.Context, hash string) (*structs.ACLToken, error)
+	// ACLTokens lists the tokens whose accessor ID starts with prefix,
+	// sorted by CreateIndex then AccessorID.
+	ACLTokens(ctx context.Context, prefix string) ([]*structs.ACLToken, error)
+	// DeleteACLTokens removes tokens (both lookups) in one write;
+	// ErrNotFound (and nothing removed) if one is absent.
+	DeleteACLTokens(ctx context.Context, accessorIDs []string) (uint64, error)
+	// BindNodeSecret binds a node ID to the hash of the node's secret
+	// (Nomad's node SecretID) the first time; later calls with the same
+	// hash succeed and with another are a *ConflictError.
+	BindNodeSecret(ctx context.Context, nodeID, secretHash string) error
+	// NodeSecretHash returns the hash bound to a node, or ErrNotFound.
+	NodeSecretHash(ctx context.Context, nodeID string) (string, error)
 
 	// Index returns the index of the last write to a table (Table*
 	// constants); 0 if never written.

@@ -5,6 +5,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -105,7 +106,37 @@ Agent Options:
     Evaluation workers of a server. Default = four per CPU core
 
   -log-level=<level>, -log-json
-    debug, info, warn or error; JSON logs.`)
+    debug, info, warn or error; JSON logs.
+
+Security Options:
+
+  -acl-enabled
+    Turn on Nomad's ACLs (servers; off unless asked, in -dev too): every
+    request needs an X-Nomad-Token whose policies allow it (the policy
+    named "anonymous" applies to requests without one). Create the first
+    management token with "drover acl bootstrap". To bootstrap once more,
+    write the index the refusal names into <data-dir>/server/acl-bootstrap-reset.
+
+  -tls-cert-file=<path>, -tls-key-file=<path>
+    Serve HTTPS with this certificate (servers: the API; clients: their
+    client routes). The same certificate is the agent's client certificate
+    when it calls other agents.
+
+  -tls-ca-file=<path>
+    The CA that signs the agents' certificates: clients verify servers with
+    it, and servers require every HTTPS client (node agents, the CLI) to
+    present a certificate it signed (Nomad's verify_https_client).
+
+  -config=<path>
+    A Nomad agent configuration file whose acl and tls blocks drover reads
+    (acl { enabled = true }, tls { http = true, cert_file, key_file, ca_file,
+    verify_https_client }); flags win over it.
+
+  -insecure
+    Let a server listen on an address other than loopback without ACLs or
+    TLS. Without it such an agent refuses to start: anyone who reaches the
+    address could run jobs as the agents' user, or register as a node and
+    receive job specs.`)
 }
 
 func (c *AgentCommand) Run(args []string) int {
@@ -139,6 +170,12 @@ func (c *AgentCommand) Run(args []string) int {
 	workers := fs.Int("workers", 0, "number of evaluation workers (servers; default four per CPU core)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
 	logJSON := fs.Bool("log-json", false, "write logs as JSON")
+	aclEnabled := fs.Bool("acl-enabled", false, "turn on Nomad's ACLs (servers)")
+	tlsCert := fs.String("tls-cert-file", "", "serve HTTPS with this certificate (PEM)")
+	tlsKey := fs.String("tls-key-file", "", "the key of -tls-cert-file (PEM)")
+	tlsCA := fs.String("tls-ca-file", "", "CA that verifies servers (clients) and is required of HTTPS clients (servers)")
+	configFile := fs.String("config", "", "a Nomad agent configuration file: its acl and tls blocks")
+	insecure := fs.Bool("insecure", false, "let a server listen beyond loopback without ACLs or TLS")
 	if err := fs.Parse(args); err != nil {
 		return 1
 	}
@@ -175,6 +212,35 @@ func (c *AgentCommand) Run(args []string) int {
 	case *heartbeatTTL < 0:
 		fmt.Fprintln(stderr, "drover agent: -heartbeat-ttl must not be negative")
 		return 1
+	}
+	tlsCfg := agent.TLSConfig{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, VerifyHTTPSClient: *tlsCA != ""}
+	if *configFile != "" {
+		f, err := loadAgentFile(*configFile)
+		if err != nil {
+			fmt.Fprintf(stderr, "drover agent: %v\n", err)
+			return 1
+		}
+		set := map[string]bool{}
+		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+		if f.ACL != nil && !set["acl-enabled"] {
+			*aclEnabled = f.ACL.Enabled
+		}
+		if t := f.TLS; t != nil && t.HTTP {
+			fromFile := agent.TLSConfig{CertFile: t.CertFile, KeyFile: t.KeyFile, CAFile: t.CAFile, VerifyHTTPSClient: t.VerifyHTTPSClient}
+			if !set["tls-cert-file"] && !set["tls-key-file"] && !set["tls-ca-file"] {
+				tlsCfg = fromFile
+			}
+		}
+	}
+	if *server || *dev {
+		if why := exposure(*httpAddr, *aclEnabled, tlsCfg.Enabled()); why != "" {
+			if !*insecure {
+				fmt.Fprintf(stderr, "drover agent: refusing to start: %s. Add -acl-enabled and -tls-cert-file/-tls-key-file, "+
+					"listen on 127.0.0.1, or pass -insecure if the network is yours alone.\n", why)
+				return 1
+			}
+			fmt.Fprintf(stderr, "drover agent: WARNING (-insecure): %s.\n", why)
+		}
 	}
 	log, err := newLogger(*logLevel, *logJSON, stderr)
 	if err != nil {
@@ -228,7 +294,8 @@ func (c *AgentCommand) Run(args []string) int {
 		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
 		Datacenter: *datacenter, EnableRawExec: *rawExec,
 		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log,
-		NetworkInterface: *netIface, NetworkAddress: *netAddr, MinDynamicPort: *minPort, MaxDynamicPort: *maxPort, ReservedPorts: *reservedPorts})
+		NetworkInterface: *netIface, NetworkAddress: *netAddr, MinDynamicPort: *minPort, MaxDynamicPort: *maxPort, ReservedPorts: *reservedPorts,
+		ACLEnabled: *aclEnabled, TLS: tlsCfg})
 	if err != nil {
 		fmt.Fprintf(stderr, "drover agent: %v\n", err)
 		return 1
@@ -250,10 +317,15 @@ func (c *AgentCommand) Run(args []string) int {
 	}
 	fmt.Fprintf(stdout, "==> drover agent configuration:\n\n")
 	fmt.Fprintf(stdout, "       Mode: %s\n", mode)
+	scheme := "http"
+	if tlsCfg.Enabled() {
+		scheme = "https"
+	}
 	if *dev || *server {
-		fmt.Fprintf(stdout, "   HTTP API: http://%s\n", a.ListenAddr())
+		fmt.Fprintf(stdout, "   HTTP API: %s://%s\n", scheme, a.ListenAddr())
+		fmt.Fprintf(stdout, "       ACLs: %s\n", onOff(*aclEnabled))
 	} else {
-		fmt.Fprintf(stdout, " Client API: http://%s\n", a.ListenAddr())
+		fmt.Fprintf(stdout, " Client API: %s://%s\n", scheme, a.ListenAddr())
 	}
 	fmt.Fprintf(stdout, "   Data dir: %s\n", dir)
 	if id := a.NodeID(); id != "" {
@@ -266,6 +338,41 @@ func (c *AgentCommand) Run(args []string) int {
 		return 1
 	}
 	return 0
+}
+
+func onOff(b bool) string {
+	if b {
+		return "enabled"
+	}
+	return "disabled"
+}
+
+// exposure says why a server at addr is open to whoever reaches it: an
+// address beyond loopback without ACLs (anyone may register jobs, whose
+// tasks run as the agents' user, or register as a node) or without TLS
+// (tokens and job specs cross the network in the clear). "" when neither.
+func exposure(addr string, aclOn, tlsOn bool) string {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return ""
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return ""
+	}
+	var missing []string
+	if !aclOn {
+		missing = append(missing, "without ACLs anyone who reaches it may register jobs, whose tasks run as the agents' user, or read job specs")
+	}
+	if !tlsOn {
+		missing = append(missing, "without TLS tokens and job specs cross the network in the clear")
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("-http-addr %s is not a loopback address: %s", addr, strings.Join(missing, "; "))
 }
 
 // newLogger builds zap's console (or JSON) logger at level, on w.

@@ -68,6 +68,21 @@ func commands(meta Meta) map[string]cli.CommandFactory {
 		"operator scheduler get-config": &OperatorSchedulerGetConfigCommand{Meta: meta},
 		"operator scheduler set-config": &OperatorSchedulerSetConfigCommand{Meta: meta},
 
+		"acl":               &ACLCommand{},
+		"acl bootstrap":     &ACLBootstrapCommand{Meta: meta},
+		"acl policy":        &ACLPolicyCommand{},
+		"acl policy apply":  &ACLPolicyApplyCommand{Meta: meta},
+		"acl policy list":   &ACLPolicyListCommand{Meta: meta},
+		"acl policy info":   &ACLPolicyInfoCommand{Meta: meta},
+		"acl policy delete": &ACLPolicyDeleteCommand{Meta: meta},
+		"acl token":         &ACLTokenCommand{},
+		"acl token create":  &ACLTokenCreateCommand{Meta: meta},
+		"acl token list":    &ACLTokenListCommand{Meta: meta},
+		"acl token info":    &ACLTokenInfoCommand{Meta: meta},
+		"acl token self":    &ACLTokenSelfCommand{Meta: meta},
+		"acl token update":  &ACLTokenUpdateCommand{Meta: meta},
+		"acl token delete":  &ACLTokenDeleteCommand{Meta: meta},
+
 		"system":    &SystemCommand{},
 		"system gc": &SystemGCCommand{Meta: meta},
 	}

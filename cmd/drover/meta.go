@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/hashicorp/nomad/api"
@@ -27,6 +28,13 @@ type Meta struct {
 	namespace string
 	region    string
 	token     string
+	tls       tlsFlags
+}
+
+// tlsFlags are the TLS flags of Nomad's CLI.
+type tlsFlags struct {
+	caCert, caPath, clientCert, clientKey, serverName string
+	skipVerify                                        bool
 }
 
 // flagSetFlags says which shared flags a FlagSet gets.
@@ -51,6 +59,12 @@ func (m *Meta) FlagSet(name string, help func() string, fs flagSetFlags) *flag.F
 		f.StringVar(&m.namespace, "namespace", "", "")
 		f.StringVar(&m.region, "region", "", "")
 		f.StringVar(&m.token, "token", "", "")
+		f.StringVar(&m.tls.caCert, "ca-cert", "", "")
+		f.StringVar(&m.tls.caPath, "ca-path", "", "")
+		f.StringVar(&m.tls.clientCert, "client-cert", "", "")
+		f.StringVar(&m.tls.clientKey, "client-key", "", "")
+		f.StringVar(&m.tls.serverName, "tls-server-name", "", "")
+		f.BoolVar(&m.tls.skipVerify, "tls-skip-verify", false, "")
 	}
 	return f
 }
@@ -74,8 +88,27 @@ General Options:
     The region of the agent (drover runs one: global).
 
   -token=<secret-id>
-    The SecretID of an ACL token (X-Nomad-Token; the AWS home checks it).
-    Overrides DROVER_TOKEN and NOMAD_TOKEN.`
+    The SecretID of an ACL token (X-Nomad-Token). Overrides DROVER_TOKEN
+    and NOMAD_TOKEN.
+
+  -ca-cert=<path>, -ca-path=<dir>
+    The CA certificate (or a directory of them) that verifies the agent's
+    HTTPS certificate. Overrides DROVER_CACERT / NOMAD_CACERT and
+    DROVER_CAPATH / NOMAD_CAPATH.
+
+  -client-cert=<path>, -client-key=<path>
+    The client certificate and key, for agents that require one (their
+    -tls-ca-file). Overrides DROVER_CLIENT_CERT / NOMAD_CLIENT_CERT and
+    DROVER_CLIENT_KEY / NOMAD_CLIENT_KEY.
+
+  -tls-server-name=<name>
+    The name to verify the agent's certificate against, when it differs
+    from the address's host. Overrides DROVER_TLS_SERVER_NAME and
+    NOMAD_TLS_SERVER_NAME.
+
+  -tls-skip-verify
+    Do not verify the agent's certificate (not recommended). Overrides
+    DROVER_SKIP_VERIFY and NOMAD_SKIP_VERIFY.`
 }
 
 // Client returns Nomad's Go API client pointed at drover: drover speaks
@@ -98,7 +131,33 @@ func (m *Meta) Client() (*api.Client, error) {
 	case os.Getenv("DROVER_TOKEN") != "":
 		cfg.SecretID = os.Getenv("DROVER_TOKEN")
 	}
+	m.tls.apply(cfg.TLSConfig)
 	return api.NewClient(cfg)
+}
+
+// apply sets the TLS configuration Nomad's client read from NOMAD_*
+// (api.DefaultConfig) from DROVER_* and then the flags, each winning over
+// the one before.
+func (f tlsFlags) apply(t *api.TLSConfig) {
+	pick := func(dst *string, env, flag string) {
+		if v := os.Getenv(env); v != "" {
+			*dst = v
+		}
+		if flag != "" {
+			*dst = flag
+		}
+	}
+	pick(&t.CACert, "DROVER_CACERT", f.caCert)
+	pick(&t.CAPath, "DROVER_CAPATH", f.caPath)
+	pick(&t.ClientCert, "DROVER_CLIENT_CERT", f.clientCert)
+	pick(&t.ClientKey, "DROVER_CLIENT_KEY", f.clientKey)
+	pick(&t.TLSServerName, "DROVER_TLS_SERVER_NAME", f.serverName)
+	if v, err := strconv.ParseBool(os.Getenv("DROVER_SKIP_VERIFY")); err == nil {
+		t.Insecure = v
+	}
+	if f.skipVerify {
+		t.Insecure = true
+	}
 }
 
 // Namespace is the namespace the command acts in: the -namespace flag,

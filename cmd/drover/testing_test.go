@@ -33,13 +33,22 @@ func TestMain(m *testing.M) {
 type testAgent struct {
 	addr   string
 	client *api.Client
+	// dir is the agent's data dir.
+	dir string
 }
 
-func newTestAgent(t *testing.T) *testAgent {
+// newTestAgent starts the agent; opts change its configuration (with
+// ACLs or TLS on it does not wait for the node, which needs a token or a
+// certificate to see).
+func newTestAgent(t *testing.T, opts ...func(*agent.Config)) *testAgent {
 	t.Helper()
 	dir := t.TempDir()
-	a, err := agent.New(agent.Config{Dev: true, DataDir: dir, HTTPAddr: "127.0.0.1:0", PollInterval: 100 * time.Millisecond,
-		NodeName: "test-node", Logger: zap.NewNop()})
+	cfg := agent.Config{Dev: true, DataDir: dir, HTTPAddr: "127.0.0.1:0", PollInterval: 100 * time.Millisecond,
+		NodeName: "test-node", Logger: zap.NewNop()}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	a, err := agent.New(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -62,11 +71,14 @@ func newTestAgent(t *testing.T) *testAgent {
 	case <-time.After(20 * time.Second):
 		t.Fatal("agent not ready")
 	}
-	ta := &testAgent{addr: a.ListenAddr()}
-	cfg := api.DefaultConfig()
-	cfg.Address = "http://" + ta.addr
-	if ta.client, err = api.NewClient(cfg); err != nil {
+	ta := &testAgent{addr: a.ListenAddr(), dir: dir}
+	ccfg := api.DefaultConfig()
+	ccfg.Address = "http://" + ta.addr
+	if ta.client, err = api.NewClient(ccfg); err != nil {
 		t.Fatal(err)
+	}
+	if cfg.ACLEnabled || cfg.TLS.Enabled() {
+		return ta
 	}
 	waitFor(t, 20*time.Second, "the node to be ready", func() bool {
 		nodes, _, err := ta.client.Nodes().List(nil)

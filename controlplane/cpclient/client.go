@@ -7,6 +7,7 @@ package cpclient
 import (
 	"bytes"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -29,6 +30,8 @@ type Client struct {
 	// Sign, when set, signs each request before it is sent (AWS SigV4
 	// for IAM-authenticated node routes).
 	Sign func(r *http.Request, body []byte) error
+	// secret is the node's secret, sent as X-Nomad-Token (WithNodeSecret).
+	secret string
 
 	mu   sync.Mutex
 	next int
@@ -36,20 +39,50 @@ type Client struct {
 
 var _ nodeagent.ControlPlane = (*Client)(nil)
 
+// Option configures a Client.
+type Option func(*Client, *options)
+
+type options struct{ tls *tls.Config }
+
+// WithTLS makes the client speak HTTPS with cfg (the CA that verifies the
+// servers, the node's client certificate when servers require one);
+// addresses without a scheme become https://.
+func WithTLS(cfg *tls.Config) Option {
+	return func(_ *Client, o *options) { o.tls = cfg }
+}
+
+// WithNodeSecret sends the node's secret (nodeagent.LoadOrCreateNodeSecret)
+// with every request as X-Nomad-Token, which the server checks against the
+// secret the node registered with.
+func WithNodeSecret(secret string) Option {
+	return func(c *Client, _ *options) { c.secret = secret }
+}
+
 // New returns a client of the servers ("host:port" or URLs). It fails
 // when none is given or one does not parse.
-func New(servers []string) (*Client, error) {
+func New(servers []string, opts ...Option) (*Client, error) {
 	if len(servers) == 0 {
 		return nil, errors.New("cpclient: no server address")
 	}
 	c := &Client{http: &http.Client{Timeout: 30 * time.Second}}
+	var o options
+	for _, opt := range opts {
+		opt(c, &o)
+	}
+	scheme := "http://"
+	if o.tls != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = o.tls
+		c.http.Transport = t
+		scheme = "https://"
+	}
 	for _, s := range servers {
 		s = strings.TrimSpace(s)
 		if s == "" {
 			continue
 		}
 		if !strings.Contains(s, "://") {
-			s = "http://" + s
+			s = scheme + s
 		}
 		u, err := url.Parse(s)
 		if err != nil || u.Host == "" {
@@ -105,6 +138,9 @@ func (c *Client) do(ctx context.Context, method, path string, in, out any) error
 			return err
 		}
 		req.Header.Set("Content-Type", "application/json")
+		if c.secret != "" {
+			req.Header.Set("X-Nomad-Token", c.secret)
+		}
 		if c.Sign != nil {
 			if err := c.Sign(req, body); err != nil {
 				return fmt.Errorf("sign %s %s: %w", method, path, err)

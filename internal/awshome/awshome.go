@@ -173,6 +173,12 @@ func (h *Home) Authorizer() *acl.Authorizer {
 	return &acl.Authorizer{Tokens: h.Store, BootstrapHash: os.Getenv("DROVER_BOOTSTRAP_TOKEN_HASH"), Logger: h.Log.Named("acl")}
 }
 
+// ACL is the api function's ACL system (AuthorizerACL). The bootstrap
+// reset of the embedded home (a file on the server) has no equivalent
+// here: the deploy parameter BootstrapTokenHash is a management token, so
+// redeploying with a new hash is how access is recovered.
+func (h *Home) ACL() AuthorizerACL { return AuthorizerACL{&acl.Service{Store: h.Store}} }
+
 // MaxResponseBytes bounds an API answer below Lambda's 6 MB synchronous
 // response limit (less room for headers and the response envelope).
 const MaxResponseBytes = 6_000_000
@@ -187,7 +193,7 @@ func (h *Home) API() http.Handler {
 	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
 		MaxResponseBytes: MaxResponseBytes,
 		NodeAgents:       h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
-		Plans: h.Service, Scaler: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service,
+		Plans: h.Service, Scaler: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service, ACL: h.ACL(),
 		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }
 

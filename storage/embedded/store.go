@@ -33,30 +33,35 @@ import (
 
 // Bucket names. Index buckets hold keys only.
 var (
-	bMeta           = []byte("meta")
-	bJobs           = []byte("jobs")          // ns\0job → current *structs.Job
-	bJobVersions    = []byte("job_versions")  // ns\0job\0%020d → *structs.Job
-	bAllocs         = []byte("allocs")        // id → *structs.Allocation (Job stripped)
-	bAllocsByJob    = []byte("allocs_by_job") // ns\0job\0id
-	bAllocsByNode   = []byte("allocs_by_node")
-	bAllocsByEval   = []byte("allocs_by_eval")
-	bEvals          = []byte("evals")
-	bEvalsByJob     = []byte("evals_by_job")
-	bDeployments    = []byte("deployments")
-	bDeploysByJob   = []byte("deployments_by_job")
-	bNodes          = []byte("nodes")
-	bNodeAssignment = []byte("node_assignment")    // node id → uint64 index
-	bNodeUsage      = []byte("node_usage")         // node id → usage record (usage.go)
-	bEvalsByStatus  = []byte("evals_by_status")    // status\0id
-	bAllocsTerminal = []byte("allocs_terminal")    // id of each alloc that holds no resources
-	bDeploysActive  = []byte("deployments_active") // id of each deployment not yet terminal
-	bSubmissions    = []byte("job_submissions")    // ns\0job\0%020d → *structs.JobSubmission
-	bNamespaces     = []byte("namespaces")         // name → *structs.Namespace
-	bConfig         = []byte("config")             // "scheduler" → *structs.SchedulerConfiguration
+	bMeta            = []byte("meta")
+	bJobs            = []byte("jobs")          // ns\0job → current *structs.Job
+	bJobVersions     = []byte("job_versions")  // ns\0job\0%020d → *structs.Job
+	bAllocs          = []byte("allocs")        // id → *structs.Allocation (Job stripped)
+	bAllocsByJob     = []byte("allocs_by_job") // ns\0job\0id
+	bAllocsByNode    = []byte("allocs_by_node")
+	bAllocsByEval    = []byte("allocs_by_eval")
+	bEvals           = []byte("evals")
+	bEvalsByJob      = []byte("evals_by_job")
+	bDeployments     = []byte("deployments")
+	bDeploysByJob    = []byte("deployments_by_job")
+	bNodes           = []byte("nodes")
+	bNodeAssignment  = []byte("node_assignment")    // node id → uint64 index
+	bNodeUsage       = []byte("node_usage")         // node id → usage record (usage.go)
+	bEvalsByStatus   = []byte("evals_by_status")    // status\0id
+	bAllocsTerminal  = []byte("allocs_terminal")    // id of each alloc that holds no resources
+	bDeploysActive   = []byte("deployments_active") // id of each deployment not yet terminal
+	bSubmissions     = []byte("job_submissions")    // ns\0job\0%020d → *structs.JobSubmission
+	bNamespaces      = []byte("namespaces")         // name → *structs.Namespace
+	bConfig          = []byte("config")             // "scheduler" → *structs.SchedulerConfiguration
+	bACLTokens       = []byte("acl_tokens")         // accessor ID → *structs.ACLToken (acl.go)
+	bACLTokensByHash = []byte("acl_tokens_by_hash") // secret hash → accessor ID
+	bACLPolicies     = []byte("acl_policies")       // name → *structs.ACLPolicy
+	bNodeSecrets     = []byte("node_secrets")       // node ID → hash of the node's secret
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
 		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage,
-		bEvalsByStatus, bAllocsTerminal, bDeploysActive, bSubmissions, bNamespaces, bConfig}
+		bEvalsByStatus, bAllocsTerminal, bDeploysActive, bSubmissions, bNamespaces, bConfig,
+		bACLTokens, bACLTokensByHash, bACLPolicies, bNodeSecrets}
 
 	keyIndex = []byte("index")
 	// keyUsageBuilt is set once the node usage records exist (a file

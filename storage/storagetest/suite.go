@@ -70,6 +70,10 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"NodeEvents", testNodeEvents},
 		{"Namespaces", testNamespaces},
 		{"SchedulerConfig", testSchedulerConfig},
+		{"ACLTokens", testACLTokens},
+		{"ACLPolicies", testACLPolicies},
+		{"ACLBootstrap", testACLBootstrap},
+		{"NodeSecrets", testNodeSecrets},
 		{"PortUsage", testPortUsage},
 		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
 	}
