@@ -2,6 +2,8 @@ package nodeagent
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -112,4 +114,39 @@ func TestDockerReattachAfterAgentRestart(t *testing.T) {
 		t.Errorf("Terminated %+v", ev)
 	}
 	waitFor(t, 10*time.Second, "the container removed", func() bool { return len(containersOf(t, cli, alloc.ID)) == 0 })
+}
+
+// TestDockerHostVolume: a docker task's volume_mount of a host volume is a
+// bind mount in its container: what the task writes there is on the host.
+func TestDockerHostVolume(t *testing.T) {
+	t.Parallel()
+	image := dockertest.Image(t)
+	cli := dockertest.Client(t)
+	dir := t.TempDir()
+	vol := filepath.Join(dir, "vol")
+	if err := os.MkdirAll(vol, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	cfg := dockerConfig(t, filepath.Join(dir, "data"))
+	cfg.HostVolumes = map[string]*structs.ClientHostVolumeConfig{"shared": {Name: "shared", Path: vol}}
+	cp := newFakeCP()
+	startAgent(t, cp, cfg)
+	task := dockerTask("web", image, "write", "/data/out", "from the container")
+	task.VolumeMounts = []*structs.VolumeMount{{Volume: "v", Destination: "/data"}}
+	job := testJob(structs.JobTypeService, task)
+	job.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"v": {Name: "v", Type: structs.VolumeTypeHost, Source: "shared"}}
+	alloc := testAlloc(job)
+	cp.addAlloc(alloc)
+	t.Cleanup(func() {
+		for _, id := range containersOf(t, cli, alloc.ID) {
+			_, _ = cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
+		}
+	})
+	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	waitFor(t, 10*time.Second, "the file on the host", func() bool {
+		b, err := os.ReadFile(filepath.Join(vol, "out"))
+		return err == nil && string(b) == "from the container"
+	})
+	cp.stopAlloc(alloc.ID)
+	cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
 }

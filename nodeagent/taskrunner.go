@@ -295,6 +295,9 @@ func (tr *taskRunner) run(ctx context.Context) {
 	attached := false
 	if hs := tr.restoredHandle; hs != nil {
 		attached = tr.recover(ctx, hs)
+		if attached {
+			tr.restoreHooks()
+		}
 	}
 
 	if !attached && tr.gate != nil && tr.State().StartedAt.IsZero() {
@@ -447,17 +450,7 @@ func (tr *taskRunner) prestart() error {
 		return fmt.Errorf("driver %q is not enabled on this node", tr.task.Driver)
 	}
 	tr.drv = d
-	req := &taskPrestartRequest{
-		Alloc:        tr.Alloc(),
-		Task:         tr.task,
-		AllocDir:     tr.allocDir,
-		TaskDir:      tr.taskDir,
-		Node:         tr.agent.Node(),
-		Capabilities: d.Capabilities(),
-		HostEnv:      agentEnviron(),
-		Emit:         func(ev *structs.TaskEvent) { tr.update("", ev) },
-		Done:         tr.waitCh,
-	}
+	req := tr.prestartRequest(d)
 	resp := &taskPrestartResponse{}
 	for _, h := range tr.hooks {
 		if p, ok := h.(taskPrestartHook); ok {
@@ -472,6 +465,43 @@ func (tr *taskRunner) prestart() error {
 	tr.env = resp.Env
 	tr.mounts = resp.Mounts
 	return nil
+}
+
+// restoreHooks tells the hooks that watch a running task (templates)
+// that the task was re-attached after an agent restart: they take up
+// their work again without the task starting.
+func (tr *taskRunner) restoreHooks() {
+	if tr.drv == nil {
+		return
+	}
+	req := tr.prestartRequest(tr.drv)
+	resp := &taskPrestartResponse{}
+	if err := (&taskEnvHook{}).Prestart(req, resp); err != nil {
+		tr.logger.Warn("rebuild task environment", zap.Error(err))
+		return
+	}
+	for _, h := range tr.hooks {
+		if p, ok := h.(taskRestoreHook); ok {
+			if err := p.Restore(req, resp); err != nil {
+				tr.logger.Warn("restore hook failed", zap.String("hook", h.Name()), zap.Error(err))
+			}
+		}
+	}
+}
+
+// prestartRequest is what the prestart and restore hooks are told.
+func (tr *taskRunner) prestartRequest(d drivers.Driver) *taskPrestartRequest {
+	return &taskPrestartRequest{
+		Alloc:        tr.Alloc(),
+		Task:         tr.task,
+		AllocDir:     tr.allocDir,
+		TaskDir:      tr.taskDir,
+		Node:         tr.agent.Node(),
+		Capabilities: d.Capabilities(),
+		HostEnv:      agentEnviron(),
+		Emit:         func(ev *structs.TaskEvent) { tr.update("", ev) },
+		Done:         tr.waitCh,
+	}
 }
 
 func (tr *taskRunner) runExitedHooks(ex *drivers.ExitResult) {

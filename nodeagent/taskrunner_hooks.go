@@ -83,6 +83,14 @@ type taskUpdateHook interface {
 	Update(alloc *structs.Allocation, task *structs.Task)
 }
 
+// taskRestoreHook is told that the task was re-attached after an agent
+// restart (no prestart ran in this agent), with the request and the
+// environment a prestart would have had.
+type taskRestoreHook interface {
+	taskHook
+	Restore(req *taskPrestartRequest, resp *taskPrestartResponse) error
+}
+
 // taskPoststartHook runs after each start, with the launch's handle.
 type taskPoststartHook interface {
 	taskHook

@@ -108,6 +108,33 @@ func (h *templateHook) Prestart(req *taskPrestartRequest, resp *taskPrestartResp
 	return nil
 }
 
+// Restore takes up a task re-attached after an agent restart: what the
+// earlier agent rendered (the files on disk) is taken as the last render,
+// the templates are watched from now on, and rendered again at once, so
+// that a change that came while no agent watched (or with the update
+// that reached this agent first) applies its change_mode.
+func (h *templateHook) Restore(req *taskPrestartRequest, resp *taskPrestartResponse) error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.started {
+		return nil
+	}
+	h.req, h.task, h.alloc = req, req.Task, req.Alloc
+	h.env = &taskEnv{vars: resp.Env.copyVars(), node: resp.Env.node}
+	h.outputs = make([][32]byte, len(req.Task.Templates))
+	for i, t := range req.Task.Templates {
+		if dest, err := h.hostPath(t.DestPath); err == nil {
+			if b, err := os.ReadFile(dest); err == nil {
+				h.outputs[i] = sha256.Sum256(b)
+			}
+		}
+	}
+	h.started = true
+	go h.watch(req.Done)
+	h.poke()
+	return nil
+}
+
 // Update takes in an in-place update of the alloc: when the task's
 // environment changed, the templates are rendered again.
 func (h *templateHook) Update(alloc *structs.Allocation, task *structs.Task) {

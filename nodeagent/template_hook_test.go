@@ -122,3 +122,40 @@ func TestTemplateFailures(t *testing.T) {
 		t.Fatalf("Setup Failure %+v, starts %d", ev, m.Starts("work"))
 	}
 }
+
+// TestTemplateWatchedAfterAgentRestart: a task re-attached by a restarted
+// agent still has its templates watched: an in-place update then
+// re-renders them and applies change_mode.
+func TestTemplateWatchedAfterAgentRestart(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	cp := newFakeCP()
+	a1 := startAgent(t, cp, mockAgentConfig(t, dir, mock.New()))
+	task := mockTask("web", nil)
+	task.Templates = []*structs.Template{tmplBlock("local/name", `{{ env "NOMAD_JOB_NAME" }}`, structs.TemplateChangeModeRestart)}
+	job := testJob(structs.JobTypeService, task)
+	alloc := testAlloc(job)
+	cp.addAlloc(alloc)
+	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	a1.stop(t)
+
+	m2 := mock.New()
+	startAgent(t, cp, mockAgentConfig(t, dir, m2))
+	cp.waitReport(t, alloc.ID, "re-attached", hasStatus(structs.AllocClientStatusRunning))
+	upd := alloc.Copy()
+	upd.Job = job.Copy()
+	upd.Job.Name = "renamed"
+	upd.Job.Version++
+	cp.addAlloc(upd)
+	rep := cp.waitReport(t, alloc.ID, "restarted by its template", func(a *structs.Allocation) bool {
+		st := a.TaskStates["web"]
+		return st != nil && st.Restarts == 1 && st.State == structs.TaskStateRunning
+	})
+	if findEvent(rep.TaskStates["web"], structs.TaskRestartSignal) == nil || m2.Starts("web") != 1 {
+		t.Fatalf("events %v, starts %d", eventTypes(rep.TaskStates["web"]), m2.Starts("web"))
+	}
+	b, _ := os.ReadFile(filepath.Join(NewAllocDir(filepath.Join(dir, "alloc"), alloc.ID).TaskDir("web").LocalDir, "name"))
+	if string(b) != "renamed" {
+		t.Fatalf("rendered %q", b)
+	}
+}
