@@ -12,7 +12,7 @@ import (
 func embeddedSuite() chaos.Suite {
 	return chaos.Suite{
 		Name:    "embedded",
-		CISeeds: 60,
+		CISeeds: 40,
 		NewHome: func(t testing.TB, env *chaos.Env) chaos.Home {
 			h, err := chaos.NewEmbedded(filepath.Join(t.TempDir(), "state.db"), env)
 			if err != nil {
