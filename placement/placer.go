@@ -81,6 +81,12 @@ type Placer struct {
 	// properties count live allocs per value of each distinct_property
 	// target.
 	properties []*propertyCount
+	// spreadCounts count live allocs per value of each group's spread
+	// attributes (by group index, then the group's spreads in order);
+	// lowestSpreadBoost is the lowest targeted spread boost seen, the
+	// score of a 0% target (preferences.go).
+	spreadCounts      [][]*spreadCount
+	lowestSpreadBoost float64
 	// rng draws dynamic ports (network.go); nil until first used.
 	rng *rand.Rand
 }
@@ -120,7 +126,7 @@ func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocati
 	p := &Placer{
 		job: job, opts: opts, byID: make(map[string]*nodeState, len(nodes)), cc: newConstraintChecker(), classes: newNodeClasses(),
 		available: map[string]int{}, groupIndex: make(map[string]int, len(job.TaskGroups)),
-		groups: map[*structs.TaskGroup]*groupPlan{},
+		groups: map[*structs.TaskGroup]*groupPlan{}, lowestSpreadBoost: -1,
 	}
 	for i, tg := range job.TaskGroups {
 		p.groupIndex[tg.Name] = i
@@ -150,6 +156,7 @@ func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocati
 		p.order = append(p.order, ns)
 	}
 	p.properties = newPropertyCounts(job, p.groupIndex)
+	p.spreadCounts = newSpreadCounts(job)
 	for _, a := range live {
 		if ns, ok := p.byID[a.NodeID]; ok && !a.TerminalStatus() {
 			p.count(ns, a.TaskGroup, 1)
@@ -172,6 +179,11 @@ func (p *Placer) count(ns *nodeState, group string, delta int) {
 	ns.jobAllocs += delta
 	for _, pc := range p.properties {
 		pc.add(ns.node, gi, known, delta)
+	}
+	if known && p.spreadCounts != nil {
+		for _, sc := range p.spreadCounts[gi] {
+			sc.add(ns.node, delta)
+		}
 	}
 }
 
@@ -325,7 +337,11 @@ func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool,
 			return score{}, false
 		}
 	}
-	return g.score(ns, penalize[ns.node.ID]), true
+	s := g.score(ns, penalize[ns.node.ID])
+	if g.prefers {
+		p.scorePreferences(g, ns, &s)
+	}
+	return s, true
 }
 
 // groupPlan is what placing an alloc of one task group needs, prepared
@@ -345,6 +361,22 @@ type groupPlan struct {
 	spread      bool                     // score by Nomad's spread fit, not binpack
 	ports       *groupPorts              // the group's network ask; nil without one
 	volumes     []*structs.VolumeRequest // the group's host volumes, by name
+	// limit is how many feasible nodes with room a placement of the
+	// group scores: the placer's, or wider for a group with affinities
+	// or spreads (preferences.go).
+	limit int
+	// prefers: the group has affinities or spreads.
+	prefers bool
+	// affinities apply to the group (job, group, tasks), with their
+	// comparisons as constraints and the sum of their absolute weights;
+	// affinityEscapes: one reads a value unique to a node, so the score
+	// is not cached per class in affinityByClass (NaN: not computed).
+	affinities          []*structs.Affinity
+	affinityConstraints []*structs.Constraint
+	affinityWeights     float64
+	affinityEscapes     bool
+	affinityByClass     []float64
+	spreads             []*spreadPlan
 }
 
 func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
@@ -365,6 +397,8 @@ func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
 	g.distinct, g.jobLevel = distinctHostsScope(p.job, tg)
 	g.limits = distinctPropertyLimits(p.job, tg, p.properties)
 	g.volumes = hostVolumeRequests(tg)
+	g.limit = p.limit
+	p.preparePreferences(g)
 	p.groups[tg] = g
 	return g
 }

@@ -17,6 +17,9 @@ type score struct {
 	binpack      float64
 	antiAffinity float64 // 0 when the node holds none of the group's allocs
 	penalized    bool
+	affinity     float64 // node-affinity; 0 without a match (preferences.go)
+	spread       float64 // allocation-spread; 0 when neutral
+	sum, parts   float64 // the scores norm averages: their sum and number
 	norm         float64
 }
 
@@ -40,8 +43,27 @@ func (g *groupPlan) score(ns *nodeState, penalized bool) score {
 		total--
 		n++
 	}
-	s.norm = total / n
+	s.sum, s.parts, s.norm = total, n, total/n
 	return s
+}
+
+// scorePreferences adds the node-affinity and allocation-spread scores of
+// g's preferences to s, each joining the average when not 0 (Nomad's
+// ScoreNormalizationIterator averages the scores its rankers append).
+func (p *Placer) scorePreferences(g *groupPlan, ns *nodeState, s *score) {
+	if len(g.affinities) > 0 {
+		if s.affinity = p.affinityScore(g, ns); s.affinity != 0 {
+			s.sum += s.affinity
+			s.parts++
+		}
+	}
+	if len(g.spreads) > 0 {
+		if s.spread = p.spreadScore(g, ns); s.spread != 0 {
+			s.sum += s.spread
+			s.parts++
+		}
+	}
+	s.norm = s.sum / s.parts
 }
 
 // ln10 turns 10^x into e^(x ln 10), cheaper than math.Pow.
@@ -103,6 +125,12 @@ func (t *topScores) meta() []*structs.NodeScoreMeta {
 		}
 		if s.penalized {
 			scores["node-reschedule-penalty"] = -1
+		}
+		if s.affinity != 0 {
+			scores["node-affinity"] = s.affinity
+		}
+		if s.spread != 0 {
+			scores["allocation-spread"] = s.spread
 		}
 		metas[i] = structs.NodeScoreMeta{NodeID: s.node.node.ID, Scores: scores, NormScore: s.norm}
 		out[i] = &metas[i]

@@ -79,7 +79,7 @@ func (p *Placer) sample(g *groupPlan, penalize map[string]bool, m *structs.Alloc
 
 	var skipped [maxSkip]score
 	nskipped, scored, visited := 0, 0, 0
-	for visited < len(p.order) && scored < p.limit {
+	for visited < len(p.order) && scored < g.limit {
 		ns := p.order[(p.offset+visited)%len(p.order)]
 		visited++
 		if ns.sampled == p.samples {
@@ -102,7 +102,7 @@ func (p *Placer) sample(g *groupPlan, penalize map[string]bool, m *structs.Alloc
 		p.offset = (p.offset + visited) % len(p.order)
 	}
 	// The walk ran out of nodes: the poor ones compete too.
-	for _, s := range skipped[:min(nskipped, p.limit-scored)] {
+	for _, s := range skipped[:min(nskipped, g.limit-scored)] {
 		if best.node == nil || s.norm > best.norm {
 			best = s
 		}
