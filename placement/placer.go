@@ -237,8 +237,9 @@ func (p *Placer) PlaceAlloc(tg *structs.TaskGroup, preferNode string, penalize m
 	var top topScores
 	var pick *nodeState
 	if ns := p.byID[preferNode]; preferNode != "" && ns != nil && ns.candidate {
-		if s, ok := p.consider(g, ns, penalize, m); ok {
-			top.add(s)
+		var s score
+		if p.consider(g, ns, penalize, m, &s) {
+			top.add(&s)
 			pick = ns
 		} else {
 			m = p.newMetric()
@@ -282,11 +283,11 @@ func (p *Placer) PlaceOn(tg *structs.TaskGroup, nodeID string) (*Option, *struct
 		return nil, m
 	}
 	var top topScores
-	s, ok := p.consider(g, ns, nil, m)
-	if !ok {
+	var s score
+	if !p.consider(g, ns, nil, m, &s) {
 		return nil, m
 	}
-	top.add(s)
+	top.add(&s)
 	m.ScoreMetaData = top.meta()
 	return p.take(g, ns), m
 }
@@ -307,8 +308,8 @@ func (p *Placer) newMetric() *structs.AllocMetric {
 }
 
 // consider checks one candidate for an alloc of g: feasibility, then room,
-// then its score. It counts the node in m.
-func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool, m *structs.AllocMetric) (score, bool) {
+// then its score, written to s. It counts the node in m.
+func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool, m *structs.AllocMetric, s *score) bool {
 	m.NodesEvaluated++
 	if reason := p.infeasible(g, ns); reason != "" {
 		m.NodesFiltered++
@@ -316,7 +317,7 @@ func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool,
 			m.ConstraintFiltered = map[string]int{}
 		}
 		m.ConstraintFiltered[reason]++
-		return score{}, false
+		return false
 	}
 	free := ns.capacity.Sub(ns.used)
 	if ok, dim := free.Superset(g.ask); !ok {
@@ -325,7 +326,7 @@ func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool,
 			m.DimensionExhausted = map[string]int{}
 		}
 		m.DimensionExhausted[dim]++
-		return score{}, false
+		return false
 	}
 	if g.ports != nil {
 		if ok, dim := p.portsOf(ns).fits(g.ports); !ok {
@@ -334,14 +335,14 @@ func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool,
 				m.DimensionExhausted = map[string]int{}
 			}
 			m.DimensionExhausted[dim]++
-			return score{}, false
+			return false
 		}
 	}
-	s := g.score(ns, penalize[ns.node.ID])
+	g.score(s, ns, penalize[ns.node.ID])
 	if g.prefers {
-		p.scorePreferences(g, ns, &s)
+		p.scorePreferences(g, ns, s)
 	}
-	return s, true
+	return true
 }
 
 // groupPlan is what placing an alloc of one task group needs, prepared
