@@ -26,7 +26,11 @@ func convertParameterized(p *api.ParameterizedJobConfig) *structs.ParameterizedJ
 	if p == nil {
 		return nil
 	}
-	return &structs.ParameterizedJobConfig{Payload: p.Payload, MetaRequired: cloneSlice(p.MetaRequired), MetaOptional: cloneSlice(p.MetaOptional)}
+	payload := p.Payload
+	if payload == "" {
+		payload = structs.DispatchPayloadOptional // Nomad's server-side default
+	}
+	return &structs.ParameterizedJobConfig{Payload: payload, MetaRequired: cloneSlice(p.MetaRequired), MetaOptional: cloneSlice(p.MetaOptional)}
 }
 
 // validatePeriodic applies Nomad's rules on the periodic block: batch or
