@@ -113,9 +113,7 @@ func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
 	for i, n := range tg.Networks {
 		checkNetworkInput(n, indexed(join(gp, "Networks"), i), errs)
 	}
-	if len(tg.Services) > 0 {
-		errs.unsupported(gp, "service")
-	}
+	checkServicesInput(tg.Services, join(gp, "Services"), errs)
 	if tg.Consul != nil {
 		errs.unsupported(gp, "consul")
 	}
@@ -201,7 +199,6 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		name    string
 	}{
 		{len(t.Affinities) > 0, "affinity"},
-		{len(t.Services) > 0, "service"},
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
 		{t.CSIPluginConfig != nil, "csi_plugin"},
@@ -217,6 +214,7 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 			errs.unsupported(tp, b.name)
 		}
 	}
+	checkServicesInput(t.Services, join(tp, "Services"), errs)
 	checkTemplatesInput(t.Templates, tp, errs)
 	checkArtifactsInput(t.Artifacts, tp, errs)
 	checkVolumeMountsInput(t.VolumeMounts, tp, errs)
@@ -344,6 +342,7 @@ func convertJob(j *api.Job, disc []disconnect) *structs.Job {
 	for i, tg := range j.TaskGroups {
 		out.TaskGroups = append(out.TaskGroups, convertGroup(tg, disc[i]))
 	}
+	finishServiceNames(out)
 	return out
 }
 
@@ -372,6 +371,7 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 	}
 	out.Volumes = convertVolumes(tg.Volumes)
 	out.Scaling = convertScaling(tg.Scaling)
+	out.Services = convertServices(tg.Services, "")
 	for _, n := range tg.Networks {
 		out.Networks = append(out.Networks, convertNetwork(n))
 	}
@@ -414,6 +414,7 @@ func convertTask(t *api.Task) *structs.Task {
 		Templates:     convertTemplates(t.Templates),
 		Artifacts:     convertArtifacts(t.Artifacts),
 		VolumeMounts:  convertVolumeMounts(t.VolumeMounts),
+		Services:      convertServices(t.Services, t.Name),
 	}
 	if t.DispatchPayload != nil {
 		out.DispatchPayload = &structs.DispatchPayloadConfig{File: t.DispatchPayload.File}

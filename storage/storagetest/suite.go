@@ -76,6 +76,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"NodeSecrets", testNodeSecrets},
 		{"PortUsage", testPortUsage},
 		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
+		{"PlansNeverTakeReservedPorts", testReservedPortPlans},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
