@@ -159,3 +159,67 @@ func (tg *TaskGroup) AllServices() []*Service {
 	}
 	return out
 }
+
+// ServiceRegistration is one registered instance of a service in drover's
+// registry (Nomad's ServiceRegistration, same shape and JSON names): the
+// node agent upserts it when the task runs and deletes it when the task
+// stops; the store removes it when its alloc stops being live.
+type ServiceRegistration struct {
+	// ID is ServiceRegistrationID's: unique per alloc, owner, service and port.
+	ID          string
+	ServiceName string
+	Namespace   string
+	NodeID      string
+	Datacenter  string
+	JobID       string
+	AllocID     string
+	Tags        []string
+	// Address and Port are where the instance is reached (Port 0: none).
+	Address     string
+	Port        int
+	CreateIndex uint64
+	ModifyIndex uint64
+}
+
+// Copy returns a deep copy.
+func (r *ServiceRegistration) Copy() *ServiceRegistration {
+	if r == nil {
+		return nil
+	}
+	c := *r
+	c.Tags = append([]string(nil), r.Tags...)
+	if r.Tags == nil {
+		c.Tags = nil
+	}
+	return &c
+}
+
+// SameInstance reports whether r and o register the same thing (indexes
+// aside).
+func (r *ServiceRegistration) SameInstance(o *ServiceRegistration) bool {
+	if r.ID != o.ID || r.ServiceName != o.ServiceName || r.Namespace != o.Namespace || r.NodeID != o.NodeID ||
+		r.Datacenter != o.Datacenter || r.JobID != o.JobID || r.AllocID != o.AllocID || r.Address != o.Address ||
+		r.Port != o.Port || len(r.Tags) != len(o.Tags) {
+		return false
+	}
+	for i := range r.Tags {
+		if r.Tags[i] != o.Tags[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// ServiceRegistrationID is Nomad's registration ID:
+// "_nomad-task-<alloc>-<owner>-<service>-<port label>", the owner being the
+// task, or "group-<group>" for a group service.
+func ServiceRegistrationID(allocID, owner, serviceName, portLabel string) string {
+	return "_nomad-task-" + allocID + "-" + owner + "-" + serviceName + "-" + portLabel
+}
+
+// ServiceRegistrationLive reports whether an alloc's registrations may be
+// served: the alloc is not terminal on either side and its node is not
+// disconnected (client status unknown).
+func ServiceRegistrationLive(a *Allocation) bool {
+	return a != nil && !a.TerminalStatus() && a.ClientStatus != AllocClientStatusUnknown
+}
