@@ -57,12 +57,7 @@ func checkInput(j *api.Job, errs *errorList) {
 	if systemType && j.Reschedule != nil {
 		errs.add(join(jp, "Reschedule"), "system and sysbatch jobs must not have a reschedule policy (their allocs are replaced on their own node)")
 	}
-	if len(j.Affinities) > 0 {
-		errs.unsupported(jp, "affinity")
-	}
-	if len(j.Spreads) > 0 {
-		errs.unsupported(jp, "spread")
-	}
+	checkPreferencesNotNull(j.Affinities, j.Spreads, jp, errs)
 	if j.Multiregion != nil {
 		errs.unsupported(jp, "multiregion")
 	}
@@ -103,12 +98,7 @@ func checkInput(j *api.Job, errs *errorList) {
 }
 
 func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
-	if len(tg.Affinities) > 0 {
-		errs.unsupported(gp, "affinity")
-	}
-	if len(tg.Spreads) > 0 {
-		errs.unsupported(gp, "spread")
-	}
+	checkPreferencesNotNull(tg.Affinities, tg.Spreads, gp, errs)
 	checkVolumesInput(tg.Volumes, gp, errs)
 	for i, n := range tg.Networks {
 		checkNetworkInput(n, indexed(join(gp, "Networks"), i), errs)
@@ -198,7 +188,6 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		present bool
 		name    string
 	}{
-		{len(t.Affinities) > 0, "affinity"},
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
 		{t.CSIPluginConfig != nil, "csi_plugin"},
@@ -222,6 +211,7 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		errs.add(join(tp, "Kind"), "task kind %q (Consul Connect) is not supported by drover yet", t.Kind)
 	}
 	checkConstraintsNotNull(t.Constraints, join(tp, "Constraints"), errs)
+	checkPreferencesNotNull(t.Affinities, nil, tp, errs)
 	if r := t.Resources; r != nil {
 		rp := join(tp, "Resources")
 		if len(r.Networks) > 0 {
@@ -327,6 +317,8 @@ func convertJob(j *api.Job, disc []disconnect) *structs.Job {
 		Datacenters: datacentersOrAll(j.Datacenters),
 		NodePool:    deref(j.NodePool),
 		Constraints: convertConstraints(j.Constraints),
+		Affinities:  convertAffinities(j.Affinities),
+		Spreads:     convertSpreads(j.Spreads),
 		Update:      convertUpdate(j.Update),
 		Meta:        cloneMap(j.Meta),
 		Stop:        deref(j.Stop),
@@ -351,6 +343,8 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 		Name:                      deref(tg.Name),
 		Count:                     deref(tg.Count),
 		Constraints:               convertConstraints(tg.Constraints),
+		Affinities:                convertAffinities(tg.Affinities),
+		Spreads:                   convertSpreads(tg.Spreads),
 		RestartPolicy:             convertRestart(tg.RestartPolicy),
 		ReschedulePolicy:          convertReschedule(tg.ReschedulePolicy),
 		Update:                    convertUpdate(tg.Update),
@@ -404,6 +398,7 @@ func convertTask(t *api.Task) *structs.Task {
 		User:          t.User,
 		Config:        t.Config,
 		Constraints:   convertConstraints(t.Constraints),
+		Affinities:    convertAffinities(t.Affinities),
 		Env:           cloneMap(t.Env),
 		RestartPolicy: convertRestart(t.RestartPolicy),
 		Meta:          cloneMap(t.Meta),

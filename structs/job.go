@@ -54,7 +54,10 @@ type Job struct {
 	Datacenters []string // empty or ["*"] means every datacenter
 	NodePool    string
 	Constraints []*Constraint
-	TaskGroups  []*TaskGroup
+	// Affinities and Spreads are placement preferences for every group.
+	Affinities []*Affinity `json:",omitempty"`
+	Spreads    []*Spread   `json:",omitempty"`
+	TaskGroups []*TaskGroup
 	// Update is the job-level update strategy; groups inherit it when they
 	// set none (Nomad's canonicalization does the merge).
 	Update *UpdateStrategy `json:",omitempty"`
@@ -181,7 +184,10 @@ type TaskGroup struct {
 	Name        string
 	Count       int
 	Constraints []*Constraint
-	Tasks       []*Task
+	// Affinities and Spreads are the group's placement preferences.
+	Affinities []*Affinity `json:",omitempty"`
+	Spreads    []*Spread   `json:",omitempty"`
+	Tasks      []*Task
 	// Networks is the group's network block (at most one): its mode and
 	// the static and dynamic ports its allocs hold on their node.
 	Networks      []*NetworkResource `json:",omitempty"`
@@ -255,8 +261,11 @@ type Task struct {
 	User      string
 	Lifecycle *TaskLifecycle `json:",omitempty"`
 	// Config is the driver's configuration (for raw_exec: command, args).
-	Config        map[string]any
-	Constraints   []*Constraint
+	Config      map[string]any
+	Constraints []*Constraint
+	// Affinities are the task's placement preferences (they apply to its
+	// group's allocations).
+	Affinities    []*Affinity `json:",omitempty"`
 	Env           map[string]string
 	Resources     *Resources
 	RestartPolicy *RestartPolicy    `json:",omitempty"`
