@@ -154,9 +154,9 @@ func TestBadInputIsRejectedAndNothingStored(t *testing.T) {
 		{"bridge network (unsupported)", mutate(t, func(j map[string]any) {
 			group(j)["Networks"] = []any{map[string]any{"Mode": "bridge"}}
 		}), "network mode"},
-		{"service block (unsupported)", mutate(t, func(j map[string]any) {
-			group(j)["Services"] = []any{map[string]any{"Name": "web"}}
-		}), "service"},
+		{"consul service (unsupported)", mutate(t, func(j map[string]any) {
+			group(j)["Services"] = []any{map[string]any{"Name": "web", "Provider": "consul"}}
+		}), "Services[0] \"web\".Provider"},
 		{"periodic block (unsupported)", mutate(t, func(j map[string]any) {
 			j["Periodic"] = map[string]any{"Spec": "*/5 * * * *"}
 		}), "periodic"},

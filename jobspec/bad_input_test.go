@@ -415,7 +415,6 @@ func TestBadInput(t *testing.T) {
 		{name: "port ignore collision", mut: func(m obj) {
 			grp(m, 0)["Networks"] = list(obj{"ReservedPorts": list(obj{"Label": "dns", "Value": 53, "IgnoreCollision": true})})
 		}, field: gp + `.Networks[0].ReservedPorts[0] "dns".IgnoreCollision`, rule: "ignore_collision is not supported"},
-		{name: "group service", mut: func(m obj) { grp(m, 0)["Services"] = list(obj{"Name": "web"}) }, field: gp, rule: "service block is not supported"},
 		{name: "group scaling no max", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Min": 1} }, field: gp + ".Scaling.Max", rule: "maximum count must be specified"},
 		{name: "group scaling max below min", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Min": 5, "Max": 2} }, field: gp + ".Scaling.Max", rule: "must not be less than minimum count (2 < 5)"},
 		{name: "group scaling count above max", mut: func(m obj) { grp(m, 0)["Count"] = 9; grp(m, 0)["Scaling"] = obj{"Min": 1, "Max": 4} }, field: gp + ".Count", rule: "must not be greater than maximum count in scaling policy (9 > 4)"},
@@ -429,7 +428,6 @@ func TestBadInput(t *testing.T) {
 		{name: "task affinity", mut: func(m obj) {
 			tsk(m, 0, 0)["Affinities"] = list(obj{"LTarget": "${node.class}", "RTarget": "x", "Operand": "="})
 		}, field: tp, rule: "affinity block is not supported"},
-		{name: "task service", mut: func(m obj) { tsk(m, 0, 0)["Services"] = list(obj{"Name": "web"}) }, field: tp, rule: "service block is not supported"},
 		// Artifacts.
 		{name: "artifact no source", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"RelativeDest": "local/"}) }, field: tp + ".Artifacts[0].GetterSource", rule: "must be set"},
 		{name: "artifact s3", mut: func(m obj) {

@@ -81,7 +81,13 @@
 //     options are refused.
 //   - Scaling: min (default the count), max (required), enabled, policy
 //     (opaque), type horizontal; the count within min..max (scaling.go).
-//   - rejected: Affinities, Spreads, Services, Consul;
+//   - Services (and a task's Services): provider "nomad" (the default;
+//     "consul" and Consul-only settings are refused), name (${JOB},
+//     ${TASKGROUP}, ${TASK}, ${BASE} replaced; default <job>-<group>[-<task>]),
+//     port (label or number), tags, canary_tags, meta, address_mode,
+//     address, on_update, check_restart, and http, tcp and script checks
+//     with Nomad's rules; see services.go.
+//   - rejected: Affinities, Spreads, Consul;
 //     in a network block: mode bridge, none and cni/*, the
 //     dns and cni blocks, Hostname, Device, CIDR and IP (the node's),
 //     another host network, ignore_collision.
@@ -102,7 +108,7 @@
 //     chown is refused. See artifacts.go.
 //   - VolumeMounts: volume (one of the group's), destination, read_only;
 //     propagation modes other than private and selinux_label are refused.
-//   - rejected: Affinities, Services, Vault, Consul,
+//   - rejected: Affinities, Vault, Consul,
 //     DispatchPayload, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //

@@ -130,9 +130,7 @@ func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
 	for i, n := range tg.Networks {
 		checkNetworkInput(n, indexed(join(gp, "Networks"), i), errs)
 	}
-	if len(tg.Services) > 0 {
-		errs.unsupported(gp, "service")
-	}
+	checkServicesInput(tg.Services, join(gp, "Services"), errs)
 	if tg.Consul != nil {
 		errs.unsupported(gp, "consul")
 	}
@@ -218,7 +216,6 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		name    string
 	}{
 		{len(t.Affinities) > 0, "affinity"},
-		{len(t.Services) > 0, "service"},
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
 		{t.DispatchPayload != nil, "dispatch_payload"},
@@ -235,6 +232,7 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 			errs.unsupported(tp, b.name)
 		}
 	}
+	checkServicesInput(t.Services, join(tp, "Services"), errs)
 	checkTemplatesInput(t.Templates, tp, errs)
 	checkArtifactsInput(t.Artifacts, tp, errs)
 	checkVolumeMountsInput(t.VolumeMounts, tp, errs)
@@ -359,6 +357,7 @@ func convertJob(j *api.Job, disc []disconnect) *structs.Job {
 	for i, tg := range j.TaskGroups {
 		out.TaskGroups = append(out.TaskGroups, convertGroup(tg, disc[i]))
 	}
+	finishServiceNames(out)
 	return out
 }
 
@@ -387,6 +386,7 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 	}
 	out.Volumes = convertVolumes(tg.Volumes)
 	out.Scaling = convertScaling(tg.Scaling)
+	out.Services = convertServices(tg.Services, "")
 	for _, n := range tg.Networks {
 		out.Networks = append(out.Networks, convertNetwork(n))
 	}
@@ -429,6 +429,7 @@ func convertTask(t *api.Task) *structs.Task {
 		Templates:     convertTemplates(t.Templates),
 		Artifacts:     convertArtifacts(t.Artifacts),
 		VolumeMounts:  convertVolumeMounts(t.VolumeMounts),
+		Services:      convertServices(t.Services, t.Name),
 	}
 	if t.Lifecycle != nil {
 		out.Lifecycle = &structs.TaskLifecycle{Hook: t.Lifecycle.Hook, Sidecar: t.Lifecycle.Sidecar}

@@ -234,6 +234,7 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	}
 
 	validateNetworks(tg.Networks, join(gp, "Networks"), errs)
+	validateServices(tg, gp, errs)
 
 	names := make(map[string]int)
 	var leaders []int

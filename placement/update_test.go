@@ -80,6 +80,12 @@ func TestUpdateType(t *testing.T) {
 		{name: "volume mount", change: func(j *structs.Job) {
 			j.TaskGroups[0].Tasks[0].VolumeMounts = []*structs.VolumeMount{{Volume: "d", Destination: "/d"}}
 		}, want: destructive},
+		{name: "group service", change: func(j *structs.Job) {
+			j.TaskGroups[0].Services = []*structs.Service{{Name: "web", Provider: structs.ServiceProviderNomad}}
+		}, want: destructive},
+		{name: "task service tags", change: func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Services = []*structs.Service{{Name: "web", Tags: []string{"v2"}}}
+		}, want: destructive},
 		{name: "group volume", change: func(j *structs.Job) {
 			j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"d": {Name: "d", Type: "host", Source: "d"}}
 		}, want: destructive},

@@ -192,6 +192,8 @@ type TaskGroup struct {
 	Volumes map[string]*VolumeRequest `json:",omitempty"`
 	// Scaling is the group's scaling block: Min and Max bound its count.
 	Scaling *ScalingPolicy `json:",omitempty"`
+	// Services are the group's service blocks (registered for the alloc).
+	Services []*Service `json:",omitempty"`
 }
 
 // LookupTask returns the task with the given name, or nil.
@@ -253,6 +255,8 @@ type Task struct {
 	Artifacts []*TaskArtifact `json:",omitempty"`
 	// VolumeMounts mount the group's volumes into the task.
 	VolumeMounts []*VolumeMount `json:",omitempty"`
+	// Services are the task's service blocks (registered while it runs).
+	Services []*Service `json:",omitempty"`
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

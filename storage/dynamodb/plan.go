@@ -71,9 +71,10 @@ func (s *Store) jobSnapshot(ctx context.Context, ns, jobID string) (*storage.Job
 
 // checkPortsFree refuses, before anything is written, placements whose host
 // ports are held on their node (as CommitPlan read it, less what the plan
-// releases) or taken twice by the plan: the transaction's conditions
-// would refuse the first too, this names the port and keeps a plan from
-// changing one port's entry twice in one transaction.
+// releases), taken twice by the plan, or reserved on the node (its
+// ReservedResources as CommitPlan read the node item): the transaction's
+// conditions would refuse the first too, this names the port and keeps a
+// plan from changing one port's entry twice in one transaction.
 func checkPortsFree(st *planState, released map[string][]int, placeNodes map[string][]*structs.Allocation) error {
 	for nodeID, list := range placeNodes {
 		n := st.nodes[nodeID]
@@ -86,6 +87,9 @@ func checkPortsFree(st *planState, released map[string][]int, placeNodes map[str
 		}
 		for _, p := range released[nodeID] {
 			held[p]--
+		}
+		if err := storage.CheckReservedPorts(n.node, list); err != nil {
+			return err
 		}
 		for _, a := range list {
 			if !a.HoldsResources() {

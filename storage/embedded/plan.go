@@ -285,7 +285,8 @@ func (w *wtx) insertAlloc(p *preparedAlloc) error {
 
 // checkCapacity enforces invariant 2 at commit time: on every node that
 // receives placements, its usage record (after this plan's stops, with
-// this plan's placements already counted) fits the node.
+// this plan's placements already counted) fits the node, and no placement
+// takes one of the node's reserved host ports.
 func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 	nodes := make([]string, 0, len(placedOn))
 	for n := range placedOn {
@@ -306,6 +307,9 @@ func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 		}
 		if len(u.clashes) > 0 {
 			return storage.Conflictf("node %s over-committed: host port %d is already held by a live alloc", id, u.clashes[0])
+		}
+		if err := storage.CheckReservedPorts(node, placedOn[id]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -76,6 +76,9 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"NodeSecrets", testNodeSecrets},
 		{"PortUsage", testPortUsage},
 		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
+		{"PlansNeverTakeReservedPorts", testReservedPortPlans},
+		{"ServiceRegistrations", testServiceRegistrations},
+		{"ServiceRegistrationsFollowAllocs", testServiceRegistrationsFollowAllocs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
