@@ -97,6 +97,8 @@ func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
 		gates:     newLifecycleGates(),
 		failEvent: func(reason string) *structs.TaskEvent { return setupFailureEvent(fmt.Errorf("%s", reason)) },
 	}
+	// The checks hook is always there (idle without checks): an in-place
+	// update may add a service check to a group that had none.
 	ar.checks = newChecksHook(ar)
 	ar.healthWatch = newHealthHook(ar)
 	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, ar.checks, ar.healthWatch, newMaxRunDurationHook(ar)}

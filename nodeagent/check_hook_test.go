@@ -396,3 +396,44 @@ func TestCheckAddress(t *testing.T) {
 		t.Error("no port anywhere resolved")
 	}
 }
+
+// TestChecksResumeAfterAgentRestart: an agent restarted while the alloc
+// runs re-attaches to the task and runs its checks again (real clock,
+// real process): the new agent serves passing results, and the task was
+// not restarted.
+func TestChecksResumeAfterAgentRestart(t *testing.T) {
+	dir := t.TempDir()
+	guardProcesses(t, dir)
+	cp := newFakeCP()
+	a1 := startAgent(t, cp, testConfig(t, dir))
+	hs := newHealthServer(t, http.StatusOK)
+
+	task := shTask("server", "while true; do sleep 0.1; done")
+	task.Services = []*structs.Service{{Name: "api", PortLabel: "http", Provider: structs.ServiceProviderNomad,
+		Checks: []*structs.ServiceCheck{{Name: "alive", Type: "http", Path: "/health", Interval: time.Second, Timeout: 2 * time.Second,
+			CheckRestart: &structs.CheckRestart{Limit: 1}}}}}
+	alloc := testAlloc(testJob(structs.JobTypeService, task))
+	withPort(alloc, "http", hs.port(t))
+	cp.addAlloc(alloc)
+	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	passing := func(a *Agent) func() bool {
+		return func() bool {
+			r := resultByName(checkResults(t, a, alloc.ID), "alive")
+			return r != nil && r.Status == structs.CheckStatusSuccess
+		}
+	}
+	waitFor(t, 20*time.Second, "the check passing", passing(a1.Agent))
+	a1.stop(t)
+
+	a2 := startAgent(t, cp, testConfig(t, dir))
+	cp.waitReport(t, alloc.ID, "restored alloc running", hasStatus(structs.AllocClientStatusRunning))
+	hits := hs.hits.Load()
+	waitFor(t, 20*time.Second, "the check passing under the new agent", func() bool {
+		return hs.hits.Load() > hits && passing(a2.Agent)()
+	})
+	if st := cp.latest(alloc.ID).TaskStates["server"]; st.Restarts != 0 {
+		t.Fatalf("the re-attached task was restarted: %+v", eventTypes(st))
+	}
+	cp.stopAlloc(alloc.ID)
+	cp.waitReport(t, alloc.ID, "stopped", hasStatus(structs.AllocClientStatusComplete))
+}
