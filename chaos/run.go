@@ -526,6 +526,9 @@ func (r *Runner) step(st Step) {
 
 // deliver delivers up to n ready evals of different jobs at once.
 func (r *Runner) deliver(n int) int {
+	if r.Params.Sequential {
+		n = 1
+	}
 	evs := r.Env.Queue.take(n, r.Env.Clock.Now())
 	var wg sync.WaitGroup
 	for _, ev := range evs {
@@ -682,7 +685,7 @@ func (r *Runner) quiesce() error {
 		r.Home.Sweep(r.ctx)
 		_ = r.Home.Service().CheckDeployments(r.ctx)
 		progress := false
-		for r.deliver(1) > 0 {
+		for i := 0; i < 100 && r.deliver(1) > 0; i++ {
 			progress = true
 		}
 		for _, n := range r.nodes {
@@ -699,7 +702,19 @@ func (r *Runner) quiesce() error {
 		}
 		return nil
 	}
-	return errors.New("the cluster did not come to rest in 500 rounds")
+	var left []string
+	r.Env.Queue.mu.Lock()
+	for id, e := range r.Env.Queue.entries {
+		status := "?"
+		if cur, err := r.Home.Store().Eval(r.ctx, id); err == nil {
+			status = cur.Status
+		}
+		left = append(left, fmt.Sprintf("%.8s (%s of %s, %s in the store, in flight %t, wait-until %s)", id, e.ev.TriggeredBy, e.ev.JobID,
+			status, e.inFlight, e.ev.WaitUntil.Format(time.RFC3339)))
+	}
+	r.Env.Queue.mu.Unlock()
+	sort.Strings(left)
+	return fmt.Errorf("the cluster did not come to rest in 500 rounds (%d deliveries); queued: %v", r.stats.Deliveries, left)
 }
 
 // buildJob is the job a registration step submits, in Nomad's API form
