@@ -21,7 +21,6 @@ func embeddedSuite() chaos.Suite {
 			return h
 		},
 		Replay: "go test ./chaos -run TestChaos/embedded -seed %d",
-		Open:   chaos.OpenFindings,
 	}
 }
 

@@ -428,6 +428,12 @@ func (r *Runner) dump() {
 			r.Logf("  alloc %.8s %s v%d job=%t node=%.8s… desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s", a.ID, a.Name, a.JobVersion, a.Job != nil,
 				a.NodeID[len(a.NodeID)-4:], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID)
 		}
+		if d, err := st.LatestDeployment(r.ctx, "default", j); err == nil {
+			r.Logf("  deployment %.8s v%d %s %q", d.ID, d.JobVersion, d.Status, d.StatusDescription)
+			for g, s := range d.TaskGroups {
+				r.Logf("    %s: %+v", g, *s)
+			}
+		}
 		es, _ := st.EvalsByJob(r.ctx, "default", j)
 		for _, e := range es {
 			r.Logf("  eval %.8s %s %s create=%d wait=%s prev=%.8s blocked=%.8s desc=%q", e.ID, e.TriggeredBy, e.Status, e.CreateIndex,

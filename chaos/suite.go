@@ -41,12 +41,6 @@ type Suite struct {
 	Open map[string]string
 }
 
-// OpenFindings are the invariants whose violations are open findings in
-// both homes (Suite.Open), with why.
-var OpenFindings = map[string]string{InvCount: "a service group left one or two allocs short at rest, with room on a node, " +
-	"after rolling updates interleaved with failures and crashes (about 2% of schedules); not yet told apart " +
-	"between the harness's model of deployment health and a reconciler bug"}
-
 // Summary counts what a suite run did.
 type Summary struct {
 	Home       string

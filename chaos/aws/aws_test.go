@@ -24,18 +24,18 @@ var noNodeCache = flag.Bool("no-node-cache", false, "chaos: evaluate without the
 func TestChaos(t *testing.T) {
 	leg := awstest.Emulator()
 	p := chaos.DefaultParams
-	ci := 12
+	ci := 8
 	if leg == awstest.Moto {
 		p.Sequential = true
 		ci = 2
 	}
 	cfg := awstest.Config(t)
-	open := map[string]string{chaos.InvEvalParked: "an evaluation blocks on node usage its process's node cache loaded " +
-		"less than FreshForBlocking (2 s) ago, after a client report freed room and its unblock found no blocked eval yet: " +
-		"nothing wakes it (a lost wake-up; see the README's open findings)"}
-	for k, v := range chaos.OpenFindings {
-		open[k] = v
-	}
+	// Open findings of the AWS home (see the README): not failures of
+	// the run until fixed.
+	cacheRace := "an evaluation blocks on node usage its process's node cache loaded less than FreshForBlocking (2 s) " +
+		"ago, after a client report freed room and its unblock found no blocked eval yet: nothing wakes it (a lost " +
+		"wake-up; -no-node-cache makes it rare)"
+	open := map[string]string{chaos.InvEvalParked: cacheRace, chaos.InvCount: "the jobs of those parked evals are short: " + cacheRace}
 	s := chaos.Suite{
 		Name:    "aws/" + leg,
 		Params:  p,
