@@ -14,7 +14,9 @@ import (
 // service check of an allocation (Nomad's alloc checks).
 type AllocChecksCommand struct{ Meta }
 
-func (c *AllocChecksCommand) Synopsis() string { return "Outputs service health check status information" }
+func (c *AllocChecksCommand) Synopsis() string {
+	return "Outputs service health check status information"
+}
 
 func (c *AllocChecksCommand) Help() string {
 	return strings.TrimSpace(`
