@@ -405,13 +405,27 @@ func TestBadInput(t *testing.T) {
 			jobOf(m)["Spreads"] = list(obj{"Attribute": "${node.datacenter}"})
 		}, field: "Job.Spreads", rule: "not allowed in sysbatch jobs"},
 		{name: "multiregion", mut: func(m obj) { jobOf(m)["Multiregion"] = obj{"Regions": list(obj{"Name": "eu"})} }, field: jp, rule: "multiregion block is not supported"},
-		{name: "periodic", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Specs": list("@daily")} }, field: jp, rule: "periodic block is not supported"},
-		{name: "parameterized", batch: true, mut: func(m obj) { jobOf(m)["ParameterizedJob"] = obj{"Payload": "optional"} }, field: jp, rule: "parameterized block is not supported"},
+		{name: "periodic on a service job", mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "@daily"} }, field: "Job.Periodic", rule: `periodic can only be used with "batch" or "sysbatch" jobs`},
+		{name: "periodic bad cron", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "*/5 * * *"} }, field: "Job.Periodic.Spec", rule: `invalid cron expression "*/5 * * *"`},
+		{name: "periodic bad crons", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Specs": list("@daily", "61 * * * *")} }, field: "Job.Periodic.Specs[1]", rule: `invalid cron expression "61 * * * *"`},
+		{name: "periodic cron and crons", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "@daily", "Specs": list("@hourly")} }, field: "Job.Periodic.Spec", rule: "only one of cron and crons"},
+		{name: "periodic no cron", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"ProhibitOverlap": true} }, field: "Job.Periodic.Spec", rule: "must specify a cron expression"},
+		{name: "periodic time zone", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "@daily", "TimeZone": "Mars/Olympus"} }, field: "Job.Periodic.TimeZone", rule: `unknown time zone "Mars/Olympus"`},
+		{name: "periodic spec type", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "@daily", "SpecType": "test"} }, field: "Job.Periodic.SpecType", rule: `unknown periodic spec type "test"`},
+		{name: "parameterized on a service job", mut: func(m obj) { jobOf(m)["ParameterizedJob"] = obj{"Payload": "optional"} }, field: "Job.ParameterizedJob", rule: "parameterized can only be used with"},
+		{name: "parameterized payload mode", batch: true, mut: func(m obj) { jobOf(m)["ParameterizedJob"] = obj{"Payload": "sometimes"} }, field: "Job.ParameterizedJob.Payload", rule: `unknown payload requirement "sometimes"`},
+		{name: "parameterized meta both", batch: true, mut: func(m obj) {
+			jobOf(m)["ParameterizedJob"] = obj{"MetaRequired": list("a", "b"), "MetaOptional": list("b")}
+		}, field: "Job.ParameterizedJob.MetaOptional", rule: "both required and optional: b"},
+		{name: "periodic and parameterized", batch: true, mut: func(m obj) {
+			jobOf(m)["Periodic"] = obj{"Spec": "@daily"}
+			jobOf(m)["ParameterizedJob"] = obj{}
+		}, field: "Job.Periodic", rule: "both periodic and parameterized"},
 		{name: "ui", mut: func(m obj) { jobOf(m)["UI"] = obj{"Description": "web"} }, field: jp, rule: "ui block is not supported"},
-		{name: "dispatched", mut: func(m obj) { jobOf(m)["Dispatched"] = true }, field: "Job.Dispatched", rule: "dispatched jobs are not supported"},
-		{name: "dispatch idempotency token", mut: func(m obj) { jobOf(m)["DispatchIdempotencyToken"] = "t" }, field: "Job.DispatchIdempotencyToken", rule: "dispatched jobs are not supported"},
-		{name: "payload", mut: func(m obj) { jobOf(m)["Payload"] = "aGVsbG8=" }, field: "Job.Payload", rule: "only given to dispatched jobs"},
-		{name: "parent ID", mut: func(m obj) { jobOf(m)["ParentID"] = "cron-parent" }, field: "Job.ParentID", rule: "child jobs"},
+		{name: "dispatched", mut: func(m obj) { jobOf(m)["Dispatched"] = true }, field: "Job.Dispatched", rule: "set by the server on the children"},
+		{name: "dispatch idempotency token", mut: func(m obj) { jobOf(m)["DispatchIdempotencyToken"] = "t" }, field: "Job.DispatchIdempotencyToken", rule: "set by the server on the children"},
+		{name: "payload", mut: func(m obj) { jobOf(m)["Payload"] = "aGVsbG8=" }, field: "Job.Payload", rule: "set by the server on the children"},
+		{name: "parent ID", mut: func(m obj) { jobOf(m)["ParentID"] = "cron-parent" }, field: "Job.ParentID", rule: "set by the server on the children"},
 		{name: "consul namespace", mut: func(m obj) { jobOf(m)["ConsulNamespace"] = "team" }, field: "Job.ConsulNamespace", rule: "Consul integration is not supported"},
 		{name: "vault namespace", mut: func(m obj) { jobOf(m)["VaultNamespace"] = "team" }, field: "Job.VaultNamespace", rule: "Vault integration is not supported"},
 		{name: "version tag", mut: func(m obj) { jobOf(m)["VersionTag"] = obj{"Name": "v1"} }, field: "Job.VersionTag", rule: "version tags are not supported"},
@@ -538,7 +552,8 @@ func TestBadInput(t *testing.T) {
 		{name: "template wait", mut: func(m obj) {
 			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "Wait": obj{"Min": ns("10s"), "Max": ns("2s")}})
 		}, field: tp + ".Templates[0].Wait", rule: "must not be greater than max"},
-		{name: "dispatch_payload", mut: func(m obj) { tsk(m, 0, 0)["DispatchPayload"] = obj{"File": "in"} }, field: tp, rule: "dispatch_payload block is not supported"},
+		{name: "dispatch_payload escapes", mut: func(m obj) { tsk(m, 0, 0)["DispatchPayload"] = obj{"File": "../../../etc/x"} }, field: tp + ".DispatchPayload.File", rule: "escapes the allocation directory"},
+		{name: "dispatch_payload no file", mut: func(m obj) { tsk(m, 0, 0)["DispatchPayload"] = obj{} }, field: tp + ".DispatchPayload.File", rule: "must name the file"},
 		{name: "volume_mount unknown volume", mut: func(m obj) { tsk(m, 0, 0)["VolumeMounts"] = list(obj{"Volume": "data", "Destination": "/data"}) }, field: tp + ".VolumeMounts[0].Volume", rule: `names volume "data", which the group does not define`},
 		{name: "volume_mount destination", mut: func(m obj) {
 			grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host", "Source": "d"}}

@@ -61,27 +61,10 @@ func checkInput(j *api.Job, errs *errorList) {
 	if j.Multiregion != nil {
 		errs.unsupported(jp, "multiregion")
 	}
-	if j.Periodic != nil {
-		errs.unsupported(jp, "periodic")
-	}
-	if j.ParameterizedJob != nil {
-		errs.unsupported(jp, "parameterized")
-	}
 	if j.UI != nil {
 		errs.unsupported(jp, "ui")
 	}
-	if j.Dispatched {
-		errs.add(join(jp, "Dispatched"), "dispatched jobs are not supported by drover yet")
-	}
-	if j.DispatchIdempotencyToken != nil && *j.DispatchIdempotencyToken != "" {
-		errs.add(join(jp, "DispatchIdempotencyToken"), "dispatched jobs are not supported by drover yet")
-	}
-	if len(j.Payload) > 0 {
-		errs.add(join(jp, "Payload"), "a payload is only given to dispatched jobs, which drover does not support yet")
-	}
-	if j.ParentID != nil && *j.ParentID != "" {
-		errs.add(join(jp, "ParentID"), "child jobs (of periodic or parameterized jobs) are not supported by drover yet")
-	}
+	checkChildFieldsInput(j, jp, errs)
 	if j.ConsulNamespace != nil && *j.ConsulNamespace != "" {
 		errs.add(join(jp, "ConsulNamespace"), "Consul integration is not supported by drover yet")
 	}
@@ -207,7 +190,6 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 	}{
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
-		{t.DispatchPayload != nil, "dispatch_payload"},
 		{t.CSIPluginConfig != nil, "csi_plugin"},
 		{len(t.ScalingPolicies) > 0, "scaling"},
 		{len(t.Secrets) > 0, "secret"},
@@ -340,6 +322,9 @@ func convertJob(j *api.Job, disc []disconnect) *structs.Job {
 		Update:      convertUpdate(j.Update),
 		Meta:        cloneMap(j.Meta),
 		Stop:        deref(j.Stop),
+
+		Periodic:         convertPeriodic(j.Periodic),
+		ParameterizedJob: convertParameterized(j.ParameterizedJob),
 	}
 	if out.NodePool == "" {
 		// Nomad's server puts a job that names no pool in its namespace's
@@ -425,6 +410,9 @@ func convertTask(t *api.Task) *structs.Task {
 		Artifacts:     convertArtifacts(t.Artifacts),
 		VolumeMounts:  convertVolumeMounts(t.VolumeMounts),
 		Services:      convertServices(t.Services, t.Name),
+	}
+	if t.DispatchPayload != nil {
+		out.DispatchPayload = &structs.DispatchPayloadConfig{File: t.DispatchPayload.File}
 	}
 	if t.Lifecycle != nil {
 		out.Lifecycle = &structs.TaskLifecycle{Hook: t.Lifecycle.Hook, Sidecar: t.Lifecycle.Sidecar}

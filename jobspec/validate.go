@@ -109,6 +109,8 @@ func validateJob(j *structs.Job, errs *errorList) {
 	if j.Multiregion != nil {
 		errs.unsupported(jp, "multiregion")
 	}
+	validatePeriodic(j, errs)
+	validateParameterized(j, errs)
 	for i, c := range j.Constraints {
 		validateConstraint(c, indexed(join(jp, "Constraints"), i), false, errs)
 	}
@@ -280,6 +282,7 @@ func allowsUpdate(t string) bool {
 }
 
 func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp string, errs *errorList) {
+	validateDispatchPayload(t, tp, errs)
 	switch {
 	case t.Name == "":
 		errs.add(join(tp, "Name"), "must not be empty")

@@ -66,6 +66,28 @@ type Job struct {
 	// the job parser rejects the block until drover supports it.
 	Multiregion *Multiregion      `json:",omitempty"`
 	Meta        map[string]string `json:",omitempty"`
+	// Periodic makes the job a periodic parent: it runs nothing itself and
+	// launches a child job at each of its cron times (Nomad's periodic
+	// block).
+	Periodic *PeriodicConfig `json:",omitempty"`
+	// ParameterizedJob makes the job a parameterized parent: it runs
+	// nothing itself and is dispatched into child jobs (Nomad's
+	// parameterized block). A dispatched child keeps it, with Dispatched
+	// set.
+	ParameterizedJob *ParameterizedJobConfig `json:",omitempty"`
+	// ParentID is the periodic or parameterized job this job was launched
+	// or dispatched from ("" for a job the user registered).
+	ParentID string `json:",omitempty"`
+	// Dispatched marks a child dispatched from a parameterized job.
+	Dispatched bool `json:",omitempty"`
+	// DispatchIdempotencyToken is the token a dispatch was made with: a
+	// second dispatch with the same token, while this child is not dead,
+	// returns this child instead of a new one (Nomad's rule).
+	DispatchIdempotencyToken string `json:",omitempty"`
+	// Payload is a dispatched child's payload (base64 in JSON, at most
+	// DispatchPayloadSizeLimit bytes), written into the task dir of each
+	// task with a dispatch_payload block.
+	Payload []byte `json:",omitempty"`
 
 	// Server-side fields.
 
@@ -264,6 +286,8 @@ type Task struct {
 	Artifacts []*TaskArtifact `json:",omitempty"`
 	// VolumeMounts mount the group's volumes into the task.
 	VolumeMounts []*VolumeMount `json:",omitempty"`
+	// DispatchPayload writes a dispatched job's payload into the task dir.
+	DispatchPayload *DispatchPayloadConfig `json:",omitempty"`
 	// Services are the task's service blocks (registered while it runs).
 	Services []*Service `json:",omitempty"`
 }
