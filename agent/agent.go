@@ -210,7 +210,7 @@ func (a *Agent) newServer() error {
 	}
 	a.store = store
 	a.broker = evqueue.New(evqueue.Config{OnDeliveryLimit: a.evalDeliveryLimit})
-	a.evaluator = newEvaluator(store, a.broker, a.log.Named("scheduler"))
+	a.evaluator = NewEvaluator(store, a.broker, a.log.Named("scheduler"))
 	a.evaluator.BeforeCommit = a.cfg.BeforeCommit
 	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
 		HeartbeatTTL: a.cfg.HeartbeatTTL, Planner: a.evaluator, SchedulerConfigChanged: a.evaluator.Config.Invalidate})
@@ -400,7 +400,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.api = httpapi.New(httpapi.Config{
 			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Services: a.store, Operator: a.service,
-			Plans: a.service, Scaler: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
+			Plans: a.service, Scaler: a.service, Launcher: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
 			ForwardSigner: a.forward, ForwardTLS: forwardTLS, ACL: acls, NodeSecrets: a.store, Logger: a.log.Named("http"),
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},

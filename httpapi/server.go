@@ -116,6 +116,9 @@ type Config struct {
 	Plans JobPlanner
 	// Scaler, when set, serves POST /v1/job/:id/scale.
 	Scaler JobScaler
+	// Launcher, when set, serves PUT /v1/job/:id/periodic/force and
+	// PUT /v1/job/:id/dispatch.
+	Launcher Launcher
 	// Allocs, when set, serves PUT /v1/allocation/:id/stop.
 	Allocs AllocStopper
 	// Namespaces, when set, serves the namespace routes.
@@ -257,7 +260,6 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/job/{id}/scale", s.jobScaleStatus)
 	m.HandleFunc("GET /v1/scaling/policies", s.listScalingPolicies)
 	m.HandleFunc("GET /v1/scaling/policy/{id}", s.getScalingPolicy)
-	m.HandleFunc("GET /v1/client/allocation/{id}/checks", s.allocChecks)
 	for _, method := range []string{"PUT", "POST"} {
 		m.HandleFunc(method+" /v1/search", s.search)
 		m.HandleFunc(method+" /v1/search/fuzzy", s.fuzzySearch)
@@ -294,6 +296,7 @@ func (s *Server) routes() {
 	s.serviceRoutes()
 	s.operatorRoutes()
 	s.jobsParseRoutes()
+	s.launcherRoutes()
 	s.aclRoutes()
 }
 

@@ -55,8 +55,9 @@
 //     sysbatch), Priority,
 //     AllAtOnce, Datacenters, NodePool, Constraints, TaskGroups, Update (merged
 //     into the groups and kept as Job.Update), Reschedule and Migrate (merged
-//     into the groups), Meta, Stop.
-//   - rejected: Affinities, Spreads, Multiregion,
+//     into the groups), Meta, Stop, Affinities and Spreads (affinity.go; not
+//     in system and sysbatch jobs).
+//   - rejected: Multiregion,
 //     Periodic, ParameterizedJob, UI, Dispatched, DispatchIdempotencyToken,
 //     Payload, ParentID (child jobs), ConsulNamespace, VaultNamespace,
 //     VersionTag.
@@ -87,7 +88,8 @@
 //     port (label or number), tags, canary_tags, meta, address_mode,
 //     address, on_update, check_restart, and http, tcp and script checks
 //     with Nomad's rules; see services.go.
-//   - rejected: Affinities, Spreads, Consul;
+//   - Affinities and Spreads, as the job's (affinity.go).
+//   - rejected: Consul;
 //     in a network block: mode bridge, none and cni/*, the
 //     dns and cni blocks, Hostname, Device, CIDR and IP (the node's),
 //     another host network, ignore_collision.
@@ -108,7 +110,8 @@
 //     chown is refused. See artifacts.go.
 //   - VolumeMounts: volume (one of the group's), destination, read_only;
 //     propagation modes other than private and selinux_label are refused.
-//   - rejected: Affinities, Vault, Consul,
+//   - Affinities, as the job's (affinity.go).
+//   - rejected: Vault, Consul,
 //     DispatchPayload, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //

@@ -87,7 +87,7 @@ func (r *registryCP) registered() map[string]*structs.ServiceRegistration {
 	return out
 }
 
-func withPort(a *structs.Allocation, label string, port int) {
+func withHostPort(a *structs.Allocation, label string, port int) {
 	a.AllocatedResources.Shared.Ports = []structs.AllocatedPortMapping{{Label: label, Value: port, HostIP: "127.0.0.1"}}
 }
 
@@ -109,7 +109,7 @@ func TestServicesRegisterWhileTaskRuns(t *testing.T) {
 	tg := job.TaskGroups[0]
 	tg.Services = []*structs.Service{{Name: "front", PortLabel: "http", AddressMode: structs.AddressModeAuto, Provider: structs.ServiceProviderNomad}}
 	alloc := testAlloc(job)
-	withPort(alloc, "http", 25123)
+	withHostPort(alloc, "http", 25123)
 	cp.addAlloc(alloc)
 
 	taskID := structs.ServiceRegistrationID(alloc.ID, "server", job.Name+"-api", "http")

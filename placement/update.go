@@ -33,6 +33,10 @@ import (
 //     memory, memory max), lifecycle (hook, sidecar), whether logging is
 //     disabled, the restart policy's render_templates, templates,
 //     artifacts, volume mounts (as Nomad's tasksUpdated), services;
+//   - placement preferences: the affinities (job, group and task level)
+//     or spreads (job and group level) that apply to the group, as
+//     Nomad's tasksUpdated (an alloc placed under other preferences is
+//     placed again);
 //   - meta: the task's combined job + group + task meta (tasks see it as
 //     NOMAD_META_* environment variables);
 //   - placement: constraints at job, group or task level, datacenters and
@@ -124,7 +128,9 @@ func destructiveChange(oldJob *structs.Job, oldTG *structs.TaskGroup, newJob *st
 		!structs.NetworksEqual(oldTG.Networks, newTG.Networks),
 		rendersTemplates(oldTG.RestartPolicy) != rendersTemplates(newTG.RestartPolicy),
 		!reflect.DeepEqual(oldTG.Volumes, newTG.Volumes),
-		!reflect.DeepEqual(oldTG.Services, newTG.Services):
+		!reflect.DeepEqual(oldTG.Services, newTG.Services),
+		!preferencesEqual(groupAffinities(oldJob, oldTG), groupAffinities(newJob, newTG)),
+		!preferencesEqual(groupSpreads(oldJob, oldTG), groupSpreads(newJob, newTG)):
 		return true
 	}
 	for _, ot := range oldTG.Tasks {
@@ -228,4 +234,10 @@ func combinedMeta(job *structs.Job, tg *structs.TaskGroup, task *structs.Task) m
 	maps.Copy(out, tg.Meta)
 	maps.Copy(out, task.Meta)
 	return out
+}
+
+// preferencesEqual compares affinity or spread lists by value, nil and
+// empty alike.
+func preferencesEqual[T any](a, b []*T) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
 }
