@@ -64,6 +64,9 @@ type allocRunner struct {
 	maxRunExceeded bool
 	// receivedAt is when this node first received the alloc.
 	receivedAt time.Time
+	// network is the alloc's network namespace (bridge mode), once the
+	// network hook made it.
+	network *drivers.NetworkIsolation
 
 	// Only the run goroutine touches these.
 	restored    *restoredAlloc
@@ -93,7 +96,7 @@ func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
 		gates:     newLifecycleGates(),
 		failEvent: func(reason string) *structs.TaskEvent { return setupFailureEvent(fmt.Errorf("%s", reason)) },
 	}
-	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, newHealthHook(ar), newMaxRunDurationHook(ar)}
+	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, newNetworkHook(ar), newHealthHook(ar), newMaxRunDurationHook(ar)}
 	ar.receivedAt = time.Now()
 	return ar
 }
@@ -165,6 +168,20 @@ func (a *Agent) restoreAllocRunner(ra *restoredAlloc) *allocRunner {
 		}
 	}
 	return ar
+}
+
+// setNetwork records the alloc's network namespace for its tasks.
+func (ar *allocRunner) setNetwork(n *drivers.NetworkIsolation) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ar.network = n
+}
+
+// networkIsolation is the alloc's network namespace, nil in host mode.
+func (ar *allocRunner) networkIsolation() *drivers.NetworkIsolation {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.network
 }
 
 func (ar *allocRunner) addTask(tr *taskRunner) {
