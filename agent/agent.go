@@ -403,7 +403,7 @@ func (a *Agent) Run(ctx context.Context) error {
 		}
 		a.api = httpapi.New(httpapi.Config{
 			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,
-			Plans: a.service, Scaler: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
+			Plans: a.service, Scaler: a.service, Launcher: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
 			ForwardSigner: a.forward, ForwardTLS: forwardTLS, ACL: acls, NodeSecrets: a.store, Logger: a.log.Named("http"),
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},

@@ -148,6 +148,8 @@ var routeNeeds = func() map[string]need {
 	writes(t, "/v1/job/{id}/plan", jobNeed(acl.CapSubmitJob, acl.CapPlanJob))
 	writes(t, "/v1/job/{id}/revert", nsNeed(acl.CapSubmitJob, acl.CapRevertJob))
 	writes(t, "/v1/job/{id}/scale", nsNeed(acl.CapScaleJob, acl.CapSubmitJob))
+	writes(t, "/v1/job/{id}/dispatch", nsNeed(acl.CapDispatchJob))
+	writes(t, "/v1/job/{id}/periodic/force", nsNeed(acl.CapSubmitJob))
 	writes(t, "/v1/jobs/parse", nsNeed(acl.CapParseJob, acl.CapSubmitJob))
 	writes(t, "/v1/validate/job", nsNeed(acl.CapReadJob))
 	writes(t, "/v1/allocation/{id}/stop", objNeed(objAlloc, "id", acl.CapAllocLifecycle))

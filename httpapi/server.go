@@ -112,6 +112,9 @@ type Config struct {
 	Plans JobPlanner
 	// Scaler, when set, serves POST /v1/job/:id/scale.
 	Scaler JobScaler
+	// Launcher, when set, serves PUT /v1/job/:id/periodic/force and
+	// PUT /v1/job/:id/dispatch.
+	Launcher Launcher
 	// Allocs, when set, serves PUT /v1/allocation/:id/stop.
 	Allocs AllocStopper
 	// Namespaces, when set, serves the namespace routes.
@@ -289,6 +292,7 @@ func (s *Server) routes() {
 	s.nodeAgentRoutes()
 	s.operatorRoutes()
 	s.jobsParseRoutes()
+	s.launcherRoutes()
 	s.aclRoutes()
 }
 

@@ -55,8 +55,9 @@
 //     sysbatch), Priority,
 //     AllAtOnce, Datacenters, NodePool, Constraints, TaskGroups, Update (merged
 //     into the groups and kept as Job.Update), Reschedule and Migrate (merged
-//     into the groups), Meta, Stop.
-//   - rejected: Affinities, Spreads, Multiregion,
+//     into the groups), Meta, Stop, Affinities and Spreads (affinity.go; not
+//     in system and sysbatch jobs).
+//   - rejected: Multiregion,
 //     Periodic, ParameterizedJob, UI, Dispatched, DispatchIdempotencyToken,
 //     Payload, ParentID (child jobs), ConsulNamespace, VaultNamespace,
 //     VersionTag.
@@ -81,7 +82,14 @@
 //     options are refused.
 //   - Scaling: min (default the count), max (required), enabled, policy
 //     (opaque), type horizontal; the count within min..max (scaling.go).
-//   - rejected: Affinities, Spreads, Services, Consul;
+//   - Services (and a task's Services): provider "nomad" (the default;
+//     "consul" and Consul-only settings are refused), name (${JOB},
+//     ${TASKGROUP}, ${TASK}, ${BASE} replaced; default <job>-<group>[-<task>]),
+//     port (label or number), tags, canary_tags, meta, address_mode,
+//     address, on_update, check_restart, and http, tcp and script checks
+//     with Nomad's rules; see services.go.
+//   - Affinities and Spreads, as the job's (affinity.go).
+//   - rejected: Consul;
 //     in a network block: modes none and cni/*, bridge for a group
 //     with a task on a driver other than docker, the dns and cni
 //     blocks, Hostname outside bridge mode, Device, CIDR and IP (the
@@ -103,7 +111,8 @@
 //     chown is refused. See artifacts.go.
 //   - VolumeMounts: volume (one of the group's), destination, read_only;
 //     propagation modes other than private and selinux_label are refused.
-//   - rejected: Affinities, Services, Vault, Consul,
+//   - Affinities, as the job's (affinity.go).
+//   - rejected: Vault, Consul,
 //     DispatchPayload, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //

@@ -193,7 +193,7 @@ func (h *Home) API() http.Handler {
 	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
 		MaxResponseBytes: MaxResponseBytes,
 		NodeAgents:       h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
-		Plans: h.Service, Scaler: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service, ACL: h.ACL(),
+		Plans: h.Service, Scaler: h.Service, Launcher: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service, ACL: h.ACL(),
 		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }
 

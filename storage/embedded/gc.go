@@ -236,6 +236,9 @@ func (gc *collector) deleteAlloc(id string) error {
 	if err := gc.w.moveUsage(holdingOf(a), holding{}); err != nil {
 		return err
 	}
+	if err := gc.w.deleteAllocServices(a.ID); err != nil {
+		return err
+	}
 	for _, del := range []struct {
 		b []byte
 		k []byte

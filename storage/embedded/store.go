@@ -57,11 +57,17 @@ var (
 	bACLTokensByHash = []byte("acl_tokens_by_hash") // secret hash → accessor ID
 	bACLPolicies     = []byte("acl_policies")       // name → *structs.ACLPolicy
 	bNodeSecrets     = []byte("node_secrets")       // node ID → hash of the node's secret
+	// Service registrations (services.go): ns\0name\0id → registration;
+	// the by-alloc and by-node indexes map alloc\0id and node\0id to
+	// that key.
+	bServices        = []byte("service_registrations")
+	bServicesByAlloc = []byte("service_registrations_by_alloc")
+	bServicesByNode  = []byte("service_registrations_by_node")
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
 		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage,
 		bEvalsByStatus, bAllocsTerminal, bDeploysActive, bSubmissions, bNamespaces, bConfig,
-		bACLTokens, bACLTokensByHash, bACLPolicies, bNodeSecrets}
+		bACLTokens, bACLTokensByHash, bACLPolicies, bNodeSecrets, bServices, bServicesByAlloc, bServicesByNode}
 
 	keyIndex = []byte("index")
 	// keyUsageBuilt is set once the node usage records exist (a file

@@ -77,6 +77,8 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"PortUsage", testPortUsage},
 		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
 		{"PlansNeverTakeReservedPorts", testReservedPortPlans},
+		{"ServiceRegistrations", testServiceRegistrations},
+		{"ServiceRegistrationsFollowAllocs", testServiceRegistrationsFollowAllocs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
