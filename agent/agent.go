@@ -213,7 +213,7 @@ func (a *Agent) newServer() error {
 	}
 	a.store = store
 	a.broker = evqueue.New(evqueue.Config{OnDeliveryLimit: a.evalDeliveryLimit})
-	a.evaluator = newEvaluator(store, a.broker, a.log.Named("scheduler"))
+	a.evaluator = NewEvaluator(store, a.broker, a.log.Named("scheduler"))
 	a.evaluator.BeforeCommit = a.cfg.BeforeCommit
 	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
 		HeartbeatTTL: a.cfg.HeartbeatTTL, Planner: a.evaluator, SchedulerConfigChanged: a.evaluator.Config.Invalidate})

@@ -109,7 +109,6 @@ var routeNeeds = func() map[string]need {
 		"GET /v1/job/{id}/scale":                   nsNeed(acl.CapReadJobScaling, acl.CapReadJob),
 		"GET /v1/allocations":                      readJob,
 		"GET /v1/allocation/{id}":                  objNeed(objAlloc, "id", acl.CapReadJob),
-		"GET /v1/client/allocation/{id}/checks":    objNeed(objAlloc, "id", acl.CapReadJob),
 		"GET /v1/client/fs/logs/{alloc_id}":        objNeed(objAlloc, "alloc_id", acl.CapReadLogs, acl.CapReadFS),
 		"GET /v1/evaluations":                      readJob,
 		"GET /v1/evaluation/{id}":                  objNeed(objEval, "id", acl.CapReadJob),

@@ -256,7 +256,6 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/job/{id}/scale", s.jobScaleStatus)
 	m.HandleFunc("GET /v1/scaling/policies", s.listScalingPolicies)
 	m.HandleFunc("GET /v1/scaling/policy/{id}", s.getScalingPolicy)
-	m.HandleFunc("GET /v1/client/allocation/{id}/checks", s.allocChecks)
 	for _, method := range []string{"PUT", "POST"} {
 		m.HandleFunc(method+" /v1/search", s.search)
 		m.HandleFunc(method+" /v1/search/fuzzy", s.fuzzySearch)

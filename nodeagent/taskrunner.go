@@ -72,9 +72,11 @@ type taskRunner struct {
 	// restartCh carries a restart request (a user's, or a template's
 	// change_mode) to the running launch's watch.
 	restartCh chan restartRequest
-	// restartReason is the reason of the restart being carried out
-	// (only the run goroutine touches it).
-	restartReason string
+	// restartReason is the reason of the restart being carried out and
+	// restartFailure whether it answers a failure (only the run goroutine
+	// touches them).
+	restartReason  string
+	restartFailure bool
 
 	waitCh chan struct{}
 }
@@ -121,6 +123,10 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h
 type restartRequest struct {
 	event  *structs.TaskEvent
 	reason string
+	// failure: the restart answers a failure (a check_restart), so it
+	// goes through the restart policy (an attempt, its delay; the task
+	// fails when the attempts are used up), as Nomad's failure restarts.
+	failure bool
 }
 
 // initHooks builds the task's hook list, adding a hook only when the task
@@ -367,6 +373,16 @@ func (tr *taskRunner) run(ctx context.Context) {
 			tr.releaseLaunch(false)
 			if ex != nil {
 				tr.update("", terminatedEvent(ex))
+			}
+			if tr.restartFailure {
+				// A failure restart (check_restart) is the restart
+				// policy's to decide, as an exit with an error.
+				tr.logger.Info("restarting task after a failure", zap.String("reason", tr.restartReason))
+				dec, delay, reason := tr.restarts.next(false, false)
+				if !tr.afterRun(ctx, dec, delay, reason) {
+					return
+				}
+				continue
 			}
 			tr.logger.Info("restarting task on request", zap.String("reason", tr.restartReason))
 			tr.update(structs.TaskStatePending, restartingEvent(tr.restartReason, 0))
@@ -615,7 +631,7 @@ func (tr *taskRunner) watch(ctx context.Context) (*drivers.ExitResult, watchOutc
 		tr.finishKilled(tr.killTask(exitCh, tr.takeKillEvent()))
 		return nil, outcomeKilled
 	case req := <-tr.restartCh:
-		tr.restartReason = req.reason
+		tr.restartReason, tr.restartFailure = req.reason, req.failure
 		return tr.killTask(exitCh, req.event), outcomeRestart
 	case <-ctx.Done():
 		return nil, outcomeDetached
@@ -637,6 +653,21 @@ func (tr *taskRunner) restartFor(ev *structs.TaskEvent, reason string) error {
 	}
 	select {
 	case tr.restartCh <- restartRequest{event: ev, reason: reason}:
+	default: // one pending request is enough
+	}
+	return nil
+}
+
+// restartForFailure asks the running task to restart because it failed
+// (ev, "Restart Signaled", names why): unlike Restart, the restart policy
+// decides what follows, so it uses an attempt and waits its delay, and
+// fails the task once the attempts are used up.
+func (tr *taskRunner) restartForFailure(ev *structs.TaskEvent) error {
+	if tr.State().State != structs.TaskStateRunning || tr.killRequested() || tr.handleID() == "" {
+		return fmt.Errorf("task %q is not running: %w", tr.task.Name, fs.ErrInvalid)
+	}
+	select {
+	case tr.restartCh <- restartRequest{event: ev, failure: true}:
 	default: // one pending request is enough
 	}
 	return nil

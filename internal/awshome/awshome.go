@@ -57,8 +57,12 @@ type Home struct {
 	QueueURL  string
 	Queue     *evsqs.Queue
 	Evaluator *scheduler.Evaluator
-	Service   *controlplane.Service
-	Log       *zap.Logger
+	// Nodes is the evaluator's node cache: it lives as long as the
+	// function's container, so a warm container's evaluations read the
+	// nodes table index instead of every node (ddb.NodeCache).
+	Nodes   *ddb.NodeCache
+	Service *controlplane.Service
+	Log     *zap.Logger
 	// DeliveryLimit and PendingAfter are from the environment.
 	DeliveryLimit int
 	PendingAfter  time.Duration
@@ -123,7 +127,8 @@ func FromEnv(ctx context.Context, opts ...func(*aws.Config)) (*Home, error) {
 		Delayer: &schedule.Scheduler{Client: awssched.NewFromConfig(cfg), Group: envOr("DROVER_SCHEDULE_GROUP", schedule.DefaultGroup),
 			QueueARN: os.Getenv("DROVER_QUEUE_ARN"), RoleARN: os.Getenv("DROVER_SCHEDULER_ROLE_ARN"), Logger: log.Named("schedule")},
 	}
-	h.Evaluator = &scheduler.Evaluator{State: h.Store, Queue: h.Queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
+	h.Nodes = ddb.NewNodeCache(h.Store, ddb.NodeCacheConfig{})
+	h.Evaluator = &scheduler.Evaluator{State: h.Nodes, Queue: h.Queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
 		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: h.Store}, Logger: log.Named("scheduler")}
 	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control"), Planner: h.Evaluator,
 		HeartbeatTTL: h.HeartbeatTTL})

@@ -302,7 +302,7 @@ func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 		if err != nil {
 			return err
 		}
-		if ok, dim := node.Capacity().Superset(u.res); !ok {
+		if ok, dim := node.Capacity().Superset(u.res); !ok && !brokenCapacityCheck {
 			return storage.Conflictf("node %s over-committed: %s exhausted", id, dim)
 		}
 		if len(u.clashes) > 0 {

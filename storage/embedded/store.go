@@ -96,6 +96,10 @@ type Store struct {
 	// commits; an error it returns aborts the transaction, as a crash
 	// before the commit would.
 	crash func() error
+	// afterCommit, when set (Options.CrashPoint), runs after each write
+	// is durable; an error it returns is handed to the caller instead of
+	// the answer.
+	afterCommit func(point string) error
 
 	nodeCache   nodeCache
 	activeCache activeCache
@@ -118,7 +122,26 @@ type Options struct {
 	// measure computation rather than the disk, and throwaway state;
 	// never for an agent's state.
 	NoSync bool
+	// CrashPoint is a test hook, nil (off) unless a test sets it: it is
+	// called at the named points of every write's commit path
+	// (CrashBeforeCommit, CrashAfterCommit), and an error it returns is a
+	// crash there. Before the commit the write's transaction is aborted
+	// (bbolt rolls back every put of it, so this stands for a crash
+	// between any two of them); after the commit the write is durable and
+	// the caller gets the error instead of the answer, as a process
+	// killed between its commit and its reply. The chaos suite uses it.
+	CrashPoint func(point string) error
 }
+
+// The commit path's crash points (Options.CrashPoint).
+const (
+	// CrashBeforeCommit is inside a write's transaction, after all of its
+	// puts and before the commit.
+	CrashBeforeCommit = "before-commit"
+	// CrashAfterCommit is after the write is durable, before its caller
+	// is answered.
+	CrashAfterCommit = "after-commit"
+)
 
 // OpenWith is Open with options.
 func OpenWith(path string, opts Options) (*Store, error) {
@@ -180,7 +203,11 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("create buckets in %s: %w", path, err)
 	}
-	return &Store{db: db, watchers: map[string]chan struct{}{}}, nil
+	s := &Store{db: db, watchers: map[string]chan struct{}{}, afterCommit: opts.CrashPoint}
+	if opts.CrashPoint != nil {
+		s.crash = func() error { return opts.CrashPoint(CrashBeforeCommit) }
+	}
+	return s, nil
 }
 
 // Close closes the file.
@@ -278,6 +305,11 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) (uint64, error
 		return 0, err
 	}
 	s.notify(w.tables)
+	if s.afterCommit != nil {
+		if err := s.afterCommit(CrashAfterCommit); err != nil {
+			return 0, err
+		}
+	}
 	return w.index, nil
 }
 
