@@ -39,6 +39,7 @@ func commands(meta Meta) map[string]cli.CommandFactory {
 		"alloc signal":  &AllocSignalCommand{Meta: meta},
 		"alloc exec":    &AllocExecCommand{Meta: meta},
 		"alloc fs":      &AllocFSCommand{Meta: meta},
+		"alloc checks":  &AllocChecksCommand{Meta: meta},
 
 		"eval":        &EvalCommand{},
 		"eval list":   &EvalListCommand{Meta: meta},
