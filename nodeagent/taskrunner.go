@@ -127,12 +127,15 @@ type restartRequest struct {
 
 // initHooks builds the task's hook list, adding a hook only when the task
 // uses its feature: the task dir and environment always, then host
-// volumes, artifacts (fetched before templates, which may read them),
+// volumes, the dispatch payload, artifacts (fetched before templates, which may read them),
 // templates.
 func (tr *taskRunner) initHooks() []taskHook {
 	hooks := []taskHook{&taskDirHook{}, &taskEnvHook{}}
 	if len(tr.task.VolumeMounts) > 0 {
 		hooks = append(hooks, &volumeHook{})
+	}
+	if tr.task.DispatchPayload != nil {
+		hooks = append(hooks, &dispatchPayloadHook{})
 	}
 	if len(tr.task.Artifacts) > 0 {
 		hooks = append(hooks, newArtifactHook(tr.logger))
