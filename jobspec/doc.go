@@ -90,9 +90,10 @@
 //     with Nomad's rules; see services.go.
 //   - Affinities and Spreads, as the job's (affinity.go).
 //   - rejected: Consul;
-//     in a network block: mode bridge, none and cni/*, the
-//     dns and cni blocks, Hostname, Device, CIDR and IP (the node's),
-//     another host network, ignore_collision.
+//     in a network block: modes none and cni/*, bridge for a group
+//     with a task on a driver other than docker, the dns and cni
+//     blocks, Hostname outside bridge mode, Device, CIDR and IP (the
+//     node's), another host network, ignore_collision.
 //
 // api.Task:
 //   - supported: Name, Driver, User (for drivers that honour it),
@@ -140,8 +141,7 @@
 // supports (drivers/docker.TaskConfig: image (required), force_pull,
 // image_pull_timeout, auth, command, args, entrypoint, work_dir, labels,
 // volumes, mount, network_mode, privileged, ...), each with its rules;
-// "ports" names group network port labels, and is refused while drover
-// has no group network blocks. A task's User is accepted for drivers that
+// "ports" names group network port labels. A task's User is accepted for drivers that
 // run tasks as their user (exec, docker), refused for raw_exec.
 //
 // # Validation rules
@@ -159,7 +159,9 @@
 //     update only for service and system jobs (no canaries for system
 //     jobs*); migrate only for service jobs; count at most 1 in system
 //     jobs; at most one leader task; task names unique; constraints.
-//   - network: at most one block*; mode host (or empty); port labels set,
+//   - network: at most one block*; mode host (or empty) or bridge (every
+//     task on docker; no task network_mode, hostname, dns_* or
+//     extra_hosts then); Hostname a host name; port labels set,
 //     letters, digits, underscores and dashes*, unique in the group; static
 //     ports 1..65535 and unique; dynamic ports without a value*; to
 //     -1..65535.

@@ -92,6 +92,10 @@ type Config struct {
 	// DockerVolumesEnabled lets docker tasks mount host paths outside
 	// their task dir (Nomad's docker volumes.enabled; off by default).
 	DockerVolumesEnabled bool
+	// DockerInfraImage is the image of the pause containers holding
+	// bridge-mode allocs' network namespaces (Nomad's infra_image;
+	// default: drover's own, built on the node).
+	DockerInfraImage string
 	// DriverFingerprintInterval is how often the drivers are
 	// fingerprinted again; a change of health or attributes
 	// re-registers the node (default 30 s, Nomad's docker interval).

@@ -39,6 +39,9 @@ type taskRunner struct {
 	hooks    []taskHook
 	// notify tells the alloc runner that the task's state changed.
 	notify func()
+	// network returns the alloc's network namespace (bridge mode), nil
+	// in host mode.
+	network func() *drivers.NetworkIsolation
 
 	mu    sync.Mutex
 	state *structs.TaskState
@@ -102,6 +105,7 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h
 		taskDir:        ar.allocDir.TaskDir(task.Name),
 		restarts:       newTaskRestartTracker(task, policy, jobType, ar.agent.clock),
 		notify:         ar.taskStateChanged,
+		network:        ar.networkIsolation,
 		state:          st,
 		restoredHandle: h,
 		handle:         h,
@@ -518,6 +522,7 @@ func (tr *taskRunner) prestartRequest(d drivers.Driver) *taskPrestartRequest {
 		Node:         tr.agent.Node(),
 		Capabilities: d.Capabilities(),
 		HostEnv:      agentEnviron(),
+		Network:      tr.network(),
 		Emit:         func(ev *structs.TaskEvent) { tr.update("", ev) },
 		Done:         tr.waitCh,
 	}
@@ -569,6 +574,7 @@ func (tr *taskRunner) taskConfig(id string) *drivers.TaskConfig {
 	if ar := tr.alloc.AllocatedResources; ar != nil && len(ar.Shared.Ports) > 0 {
 		cfg.Ports = append([]structs.AllocatedPortMapping(nil), ar.Shared.Ports...)
 	}
+	cfg.Network = tr.network()
 	cfg.Events = func(msg string) { tr.update("", driverMessageEvent(msg)) }
 	return cfg
 }

@@ -39,6 +39,9 @@ type taskPrestartRequest struct {
 	Capabilities drivers.Capabilities
 	// HostEnv is the agent's environment.
 	HostEnv []string
+	// Network is the alloc's network namespace (bridge mode), nil in
+	// host mode.
+	Network *drivers.NetworkIsolation
 	// Emit records a task event.
 	Emit func(*structs.TaskEvent)
 	// Done is closed when the task runner is done (the task is dead, or
@@ -132,6 +135,6 @@ type taskEnvHook struct{}
 func (*taskEnvHook) Name() string { return "task_env" }
 
 func (*taskEnvHook) Prestart(req *taskPrestartRequest, resp *taskPrestartResponse) error {
-	resp.Env = buildTaskEnv(req.Alloc, req.Task, req.AllocDir, req.TaskDir, req.Node, req.HostEnv, req.Capabilities.FSIsolation)
+	resp.Env = buildTaskEnv(req.Alloc, req.Task, req.AllocDir, req.TaskDir, req.Node, req.HostEnv, req.Capabilities.FSIsolation, req.Network)
 	return nil
 }
