@@ -77,6 +77,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"PortUsage", testPortUsage},
 		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
 		{"PlansNeverTakeReservedPorts", testReservedPortPlans},
+		{"SystemJobs", testSystemJobs},
 		{"ServiceRegistrations", testServiceRegistrations},
 		{"ServiceRegistrationsFollowAllocs", testServiceRegistrationsFollowAllocs},
 	}
