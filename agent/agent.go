@@ -402,7 +402,7 @@ func (a *Agent) Run(ctx context.Context) error {
 			acls = &acl.Service{Store: a.store, ResetIndex: a.aclResetIndex}
 		}
 		a.api = httpapi.New(httpapi.Config{
-			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,
+			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Services: a.store, Operator: a.service,
 			Plans: a.service, Scaler: a.service, Launcher: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
 			ForwardSigner: a.forward, ForwardTLS: forwardTLS, ACL: acls, NodeSecrets: a.store, Logger: a.log.Named("http"),
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,

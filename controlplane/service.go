@@ -60,6 +60,11 @@ type Store interface {
 	SystemJobs(ctx context.Context) ([]*structs.Job, error)
 	SchedulerConfig(ctx context.Context) (*structs.SchedulerConfiguration, error)
 	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas *uint64) (bool, uint64, error)
+	UpsertServiceRegistrations(ctx context.Context, nodeID string, regs []*structs.ServiceRegistration) (uint64, error)
+	DeleteServiceRegistrations(ctx context.Context, nodeID string, ids []string) (uint64, error)
+	ServiceRegistrations(ctx context.Context, namespace string) ([]*structs.ServiceRegistration, error)
+	ServiceRegistrationsByName(ctx context.Context, namespace, serviceName string) ([]*structs.ServiceRegistration, error)
+	Index(ctx context.Context, table string) (uint64, error)
 }
 
 // DefaultHeartbeatTTL is the heartbeat TTL handed to node agents (Nomad's

@@ -170,9 +170,8 @@ type Agent struct {
 	cpu  cpuSamples
 	host hostSampler
 
-	// services answers templates' nomadService and nomadServices; nil
-	// until drover has a service registry (the job parser refuses those
-	// functions meanwhile).
+	// services answers templates' nomadService and nomadServices from
+	// the control plane's registry; nil when the control plane has none.
 	services tasktemplate.ServiceLookup
 }
 
@@ -262,6 +261,9 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("nodeagent: %w", err)
 	}
 	a.logger = cfg.Logger.With(zap.String("node_id", a.nodeID))
+	if reg, ok := cp.(ServiceRegistry); ok {
+		a.services = newServiceLookup(a.logger, reg, a.NodeID)
+	}
 	if err := a.refreshNode(); err != nil {
 		return nil, fmt.Errorf("nodeagent: fingerprint: %w", err)
 	}

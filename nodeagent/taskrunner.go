@@ -131,8 +131,9 @@ type restartRequest struct {
 
 // initHooks builds the task's hook list, adding a hook only when the task
 // uses its feature: the task dir and environment always, then host
-// volumes, the dispatch payload, artifacts (fetched before templates, which may read them),
-// templates.
+// volumes, the dispatch payload, artifacts (fetched before templates,
+// which may read them), templates, services (when the control plane has
+// a service registry).
 func (tr *taskRunner) initHooks() []taskHook {
 	hooks := []taskHook{&taskDirHook{}, &taskEnvHook{}}
 	if len(tr.task.VolumeMounts) > 0 {
@@ -146,6 +147,13 @@ func (tr *taskRunner) initHooks() []taskHook {
 	}
 	if len(tr.task.Templates) > 0 {
 		hooks = append(hooks, newTemplateHook(tr.logger, tr, tr.agent.services))
+	}
+	// Services last: they register with the environment the hooks
+	// before them built.
+	if reg, ok := tr.agent.cp.(ServiceRegistry); ok && tr.alloc.Job != nil {
+		if svcs := taskServices(tr.alloc.Job.LookupTaskGroup(tr.alloc.TaskGroup), tr.task); len(svcs) > 0 {
+			hooks = append(hooks, newServiceHook(tr.logger, reg, tr.agent.nodeID, svcs))
+		}
 	}
 	return hooks
 }
@@ -724,6 +732,11 @@ func (tr *taskRunner) killTask(exitCh <-chan *drivers.ExitResult, pre *structs.T
 	timeout := tr.task.KillTimeout
 	if timeout <= 0 {
 		timeout = DefaultKillTimeout
+	}
+	for _, h := range tr.hooks {
+		if p, ok := h.(taskPreKillHook); ok {
+			p.PreKill(tr.task)
+		}
 	}
 	if delay := tr.shutdownDelay(); delay > 0 {
 		// Nomad's shutdown_delay: the task keeps running this long after

@@ -15,7 +15,7 @@ import (
 //	    (a recoverable prestart failure goes to the restart policy too)
 //	in-place alloc update ─▶ update hooks (templates re-render; their
 //	    change_mode restarts or signals the running task)
-//	kill: shutdown delay ─▶ driver.Stop (signal, kill after the timeout)
+//	kill: prekill hooks ─▶ shutdown delay ─▶ driver.Stop (signal, kill after the timeout)
 //	    ─▶ stop hooks ─▶ dead
 //	agent restart: driver.Recover(handle) ─▶ driver.Wait ...
 //
@@ -105,6 +105,13 @@ type taskPoststartHook interface {
 type taskExitedHook interface {
 	taskHook
 	Exited(task *structs.Task, ex *drivers.ExitResult) error
+}
+
+// taskPreKillHook runs when the task is told to stop, before its
+// shutdown delay and kill signal (services deregister here).
+type taskPreKillHook interface {
+	taskHook
+	PreKill(task *structs.Task)
 }
 
 // taskStopHook runs when the task is killed.

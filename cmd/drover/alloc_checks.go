@@ -74,21 +74,20 @@ func (c *AllocChecksCommand) Run(args []string) int {
 		}
 		return a.Check < b.Check
 	})
-	fmt.Fprintf(c.Stdout, "Status of %d Nomad Service Check%s\n", len(list), plural(len(list)))
+	fmt.Fprintf(c.Stdout, "Status of %d Nomad Service Checks\n", len(list))
 	for _, r := range list {
 		task := r.Task
 		if task == "" {
 			task = "(group)"
 		}
-		code := "-"
-		if r.StatusCode != 0 {
-			code = strconv.Itoa(r.StatusCode)
-		}
 		fmt.Fprintln(c.Stdout)
 		var k kv
-		k.add("ID", limit(r.ID, *verbose)).add("Name", r.Check).add("Group", r.Group).add("Task", task).
-			add("Service", r.Service).add("Status", r.Status).add("StatusCode", code).add("Mode", r.Mode).
-			add("Timestamp", formatTime(time.Unix(r.Timestamp, 0))).add("Output", strings.TrimSpace(r.Output))
+		k.add("ID", r.ID).add("Name", r.Check).add("Group", r.Group).add("Task", task).
+			add("Service", r.Service).add("Status", r.Status)
+		if r.StatusCode != 0 {
+			k.add("StatusCode", strconv.Itoa(r.StatusCode))
+		}
+		k.add("Mode", r.Mode).add("Timestamp", formatTime(time.Unix(r.Timestamp, 0))).add("Output", strings.TrimSpace(r.Output))
 		k.write(c.Stdout)
 	}
 	return 0

@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -26,8 +27,12 @@ func TestAllocChecks(t *testing.T) {
 		out = r.stdout
 		return r.code == 0 && strings.Contains(r.stdout, "success")
 	})
-	mustContain(t, out, "Status of 1 Nomad Service Check\n", "Name        = alive", "Task        = server", "Service     = api",
-		"Status      = success", "StatusCode  = -", "Mode        = healthiness", "Output      = fine in server")
+	flat := regexp.MustCompile(` +`).ReplaceAllString(out, " ")
+	mustContain(t, flat, "Status of 1 Nomad Service Checks\n", "Name = alive", "Group = checked.web[0]", "Task = server",
+		"Service = api", "Status = success", "Mode = healthiness", "Output = fine in server")
+	if strings.Contains(flat, "StatusCode") {
+		t.Errorf("a script check's exit code 0 is shown: %s", out)
+	}
 	r := ta.run(t, "alloc", "checks", "-json", a.ID[:8])
 	mustCode(t, r, 0)
 	var res map[string]struct{ ID, Check, Status string }

@@ -136,3 +136,22 @@ func (c *ControlPlane) UpdateAllocs(ctx context.Context, nodeID string, updates 
 func (c *ControlPlane) PreviousAlloc(ctx context.Context, nodeID, allocID string) (*structs.Allocation, error) {
 	return c.API.PreviousAlloc(ctx, nodeID, allocID)
 }
+
+// UpsertServiceRegistrations implements nodeagent.ServiceRegistry
+// (through the API, as alloc reports).
+func (c *ControlPlane) UpsertServiceRegistrations(ctx context.Context, nodeID string, regs []*structs.ServiceRegistration) error {
+	return c.API.UpsertServiceRegistrations(ctx, nodeID, regs)
+}
+
+// DeleteServiceRegistrations implements nodeagent.ServiceRegistry
+// (through the API).
+func (c *ControlPlane) DeleteServiceRegistrations(ctx context.Context, nodeID string, ids []string) error {
+	return c.API.DeleteServiceRegistrations(ctx, nodeID, ids)
+}
+
+// ServiceRegistrations implements nodeagent.ServiceRegistry (through the
+// API: registrations are read from every node's allocs, outside the
+// node's own partition).
+func (c *ControlPlane) ServiceRegistrations(ctx context.Context, nodeID, namespace, name string, minIndex uint64, wait time.Duration) ([]*structs.ServiceRegistration, uint64, error) {
+	return c.API.ServiceRegistrations(ctx, nodeID, namespace, name, minIndex, wait)
+}
