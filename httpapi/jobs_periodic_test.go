@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/httpapi"
 	"github.com/drover-sched/drover/structs"
@@ -101,6 +102,12 @@ func TestDispatch(t *testing.T) {
 // and answers its eval; a job that is not periodic is a bad request.
 func TestPeriodicForce(t *testing.T) {
 	e := newEnv(t)
+	var plan httpapi.JobPlanResponse
+	_ = json.Unmarshal([]byte(e.mustOK("PUT", "/v1/job/report/plan", cronJob)), &plan)
+	paris, _ := time.LoadLocation("Europe/Paris")
+	if n := plan.NextPeriodicLaunch.In(paris); n.Hour() != 3 || n.Minute() != 0 || !n.After(time.Now()) {
+		t.Fatalf("plan's next periodic launch %s", plan.NextPeriodicLaunch)
+	}
 	e.mustOK("PUT", "/v1/jobs", cronJob)
 	var resp httpapi.PeriodicForceResponse
 	out := e.mustOK("PUT", "/v1/job/report/periodic/force", "")

@@ -56,11 +56,11 @@
 //     AllAtOnce, Datacenters, NodePool, Constraints, TaskGroups, Update (merged
 //     into the groups and kept as Job.Update), Reschedule and Migrate (merged
 //     into the groups), Meta, Stop, Affinities and Spreads (affinity.go; not
-//     in system and sysbatch jobs).
-//   - rejected: Multiregion,
-//     Periodic, ParameterizedJob, UI, Dispatched, DispatchIdempotencyToken,
-//     Payload, ParentID (child jobs), ConsulNamespace, VaultNamespace,
-//     VersionTag.
+//     in system and sysbatch jobs), Periodic and ParameterizedJob (periodic.go;
+//     batch and sysbatch jobs).
+//   - rejected: Multiregion, UI, ConsulNamespace, VaultNamespace, VersionTag;
+//     Dispatched, DispatchIdempotencyToken, Payload and ParentID, which the
+//     server sets on the children of periodic and parameterized jobs.
 //   - ignored, because the server sets them (as Nomad's does): Status,
 //     StatusDescription, Stable, Version, SubmitTime, CreateIndex,
 //     ModifyIndex, JobModifyIndex, NomadTokenID.
@@ -112,8 +112,8 @@
 //   - VolumeMounts: volume (one of the group's), destination, read_only;
 //     propagation modes other than private and selinux_label are refused.
 //   - Affinities, as the job's (affinity.go).
-//   - rejected: Vault, Consul,
-//     DispatchPayload, CSIPluginConfig, Kind (Consul Connect),
+//   - DispatchPayload: file, inside the task's local/ directory.
+//   - rejected: Vault, Consul, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //
 // api.Resources:

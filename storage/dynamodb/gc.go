@@ -103,7 +103,9 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		if j.Stop {
 			stoppedJobs[jobPK(ns, id)] = true
 		}
-		if (!j.Stop && j.Type != structs.JobTypeBatch) || j.SubmitTime >= gc.cutoff {
+		// A periodic or parameterized parent is kept until stopped, as
+		// Nomad (it reports such a job running): it has no allocs to go by.
+		if (!j.Stop && (j.Type != structs.JobTypeBatch || j.IsParent())) || j.SubmitTime >= gc.cutoff {
 			continue
 		}
 		items, err := gc.s.queryPrefix(ctx, jobPK(ns, id), "", true)

@@ -85,7 +85,9 @@ func (gc *collector) jobs() error {
 		if err != nil {
 			return err
 		}
-		if !j.Stop && j.Type != structs.JobTypeBatch {
+		// A periodic or parameterized parent is kept until stopped, as
+		// Nomad (it reports such a job running): it has no allocs to go by.
+		if !j.Stop && (j.Type != structs.JobTypeBatch || j.IsParent()) {
 			continue
 		}
 		ok, err := gc.jobFinished(j)
