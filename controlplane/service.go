@@ -57,6 +57,7 @@ type Store interface {
 	UpsertNamespace(ctx context.Context, ns *structs.Namespace) (*structs.Namespace, error)
 	DeleteNamespace(ctx context.Context, name string) error
 	Jobs(ctx context.Context, namespace, prefix string) ([]*structs.Job, error)
+	SystemJobs(ctx context.Context) ([]*structs.Job, error)
 	SchedulerConfig(ctx context.Context) (*structs.SchedulerConfiguration, error)
 	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas *uint64) (bool, uint64, error)
 	UpsertServiceRegistrations(ctx context.Context, nodeID string, regs []*structs.ServiceRegistration) (uint64, error)

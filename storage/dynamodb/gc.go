@@ -149,6 +149,9 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		if !ok {
 			continue
 		}
+		if isSystemType(j.Type) {
+			keys = append(keys, key(jobTypePK(j.Type), ns+"#"+id))
+		}
 		keys = append(keys, key(jobPK(ns, id), skMeta)) // the head goes last
 		if err := gc.s.deleteKeys(ctx, keys); err != nil {
 			return err

@@ -189,6 +189,9 @@ func (gc *collector) deleteJob(j *structs.Job) error {
 		return err
 	}
 	gc.w.touch(storage.TableJobs)
+	if err := tx.Bucket(bJobsByType).Delete(key(j.Type, j.Namespace, j.ID)); err != nil {
+		return err
+	}
 	return tx.Bucket(bJobs).Delete(key(j.Namespace, j.ID))
 }
 

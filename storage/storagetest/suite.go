@@ -78,6 +78,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"PortUsage", testPortUsage},
 		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
 		{"PlansNeverTakeReservedPorts", testReservedPortPlans},
+		{"SystemJobs", testSystemJobs},
 		{"ServiceRegistrations", testServiceRegistrations},
 		{"ServiceRegistrationsFollowAllocs", testServiceRegistrationsFollowAllocs},
 	}
