@@ -57,8 +57,14 @@ type Store interface {
 	UpsertNamespace(ctx context.Context, ns *structs.Namespace) (*structs.Namespace, error)
 	DeleteNamespace(ctx context.Context, name string) error
 	Jobs(ctx context.Context, namespace, prefix string) ([]*structs.Job, error)
+	SystemJobs(ctx context.Context) ([]*structs.Job, error)
 	SchedulerConfig(ctx context.Context) (*structs.SchedulerConfiguration, error)
 	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas *uint64) (bool, uint64, error)
+	UpsertServiceRegistrations(ctx context.Context, nodeID string, regs []*structs.ServiceRegistration) (uint64, error)
+	DeleteServiceRegistrations(ctx context.Context, nodeID string, ids []string) (uint64, error)
+	ServiceRegistrations(ctx context.Context, namespace string) ([]*structs.ServiceRegistration, error)
+	ServiceRegistrationsByName(ctx context.Context, namespace, serviceName string) ([]*structs.ServiceRegistration, error)
+	Index(ctx context.Context, table string) (uint64, error)
 }
 
 // DefaultHeartbeatTTL is the heartbeat TTL handed to node agents (Nomad's

@@ -86,7 +86,7 @@ func TestDeploymentWaitsOnHTTPCheck(t *testing.T) {
 		t.Fatalf("checks %+v: %v", res, err)
 	}
 	for id, r := range res {
-		if r.ID != id || r.Check != "alive" || r.Service != "checked-web" || r.Group != "web" || r.Mode != "healthiness" ||
+		if r.ID != id || r.Check != "alive" || r.Service != "checked-web" || r.Group != "checked.web[0]" || r.Mode != "healthiness" ||
 			r.Status != "success" || r.StatusCode != 200 || r.Timestamp == 0 {
 			t.Fatalf("check result %+v", r)
 		}

@@ -160,6 +160,16 @@ func TestBadInputIsRejectedAndNothingStored(t *testing.T) {
 		{"periodic block (unsupported)", mutate(t, func(j map[string]any) {
 			j["Periodic"] = map[string]any{"Spec": "*/5 * * * *"}
 		}), "periodic"},
+		{"affinity weight zero", mutate(t, func(j map[string]any) {
+			j["Affinities"] = []any{map[string]any{"LTarget": "${node.class}", "Operand": "=", "RTarget": "large", "Weight": 0}}
+		}), "Job.Affinities[0].Weight: must not be 0"},
+		{"affinity weight beyond int8", mutate(t, func(j map[string]any) {
+			group(j)["Affinities"] = []any{map[string]any{"LTarget": "${node.class}", "Operand": "=", "RTarget": "large", "Weight": 200}}
+		}), "Weight"},
+		{"spread percentages above 100", mutate(t, func(j map[string]any) {
+			group(j)["Spreads"] = []any{map[string]any{"Attribute": "${node.datacenter}", "Weight": 50, "SpreadTarget": []any{
+				map[string]any{"Value": "dc1", "Percent": 80}, map[string]any{"Value": "dc2", "Percent": 30}}}}
+		}), "Spreads[0].SpreadTarget: percentages must sum to at most 100 (got 110)"},
 		{"raw_exec without command", mutate(t, func(j map[string]any) { task(j)["Config"] = map[string]any{"args": []any{"x"}} }), "command"},
 	}
 	for _, tc := range cases {

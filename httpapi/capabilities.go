@@ -133,6 +133,12 @@ var routeNeeds = func() map[string]need {
 		"GET /v1/nodeagent/{id}/assignments":            {kind: needNodeSecret},
 		"PUT /v1/nodeagent/{id}/allocs":                 {kind: needNodeSecret},
 		"GET /v1/nodeagent/{id}/alloc/{alloc}/previous": {kind: needNodeSecret},
+		"PUT /v1/nodeagent/{id}/services":               {kind: needNodeSecret},
+		"PUT /v1/nodeagent/{id}/services/deregister":    {kind: needNodeSecret},
+		"GET /v1/nodeagent/{id}/services":               {kind: needNodeSecret},
+		"GET /v1/services":                              readJob,
+		"GET /v1/service/{name}":                        readJob,
+		"DELETE /v1/service/{name}/{id}":                nsNeed(acl.CapSubmitJob),
 
 		"GET /v1/acl/policies":            {kind: needIdentity},
 		"GET /v1/acl/policy/{name}":       {kind: needIdentity},

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/drover-sched/drover/httpapi"
 	"github.com/drover-sched/drover/structs"
@@ -101,6 +102,12 @@ func TestDispatch(t *testing.T) {
 // and answers its eval; a job that is not periodic is a bad request.
 func TestPeriodicForce(t *testing.T) {
 	e := newEnv(t)
+	var plan httpapi.JobPlanResponse
+	_ = json.Unmarshal([]byte(e.mustOK("PUT", "/v1/job/report/plan", cronJob)), &plan)
+	paris, _ := time.LoadLocation("Europe/Paris")
+	if n := plan.NextPeriodicLaunch.In(paris); n.Hour() != 3 || n.Minute() != 0 || !n.After(time.Now()) {
+		t.Fatalf("plan's next periodic launch %s", plan.NextPeriodicLaunch)
+	}
 	e.mustOK("PUT", "/v1/jobs", cronJob)
 	var resp httpapi.PeriodicForceResponse
 	out := e.mustOK("PUT", "/v1/job/report/periodic/force", "")
@@ -118,6 +125,10 @@ func TestPeriodicForce(t *testing.T) {
 	// The child's own routes take its ID escaped, as Nomad's client sends it.
 	if r, out := e.do("GET", "/v1/job/"+strings.ReplaceAll(ev.JobID, "/", "%2F"), nil); r.StatusCode != 200 || !strings.Contains(out, `"ParentID":"report"`) {
 		t.Fatalf("child read: %d %s", r.StatusCode, out)
+	}
+	e.mustOK("PUT", "/v1/jobs", strings.Replace(strings.Replace(cronJob, `"ID": "report"`, `"ID": "off"`, 1), `"Spec":`, `"Enabled": false, "Spec":`, 1))
+	if r, out := e.do("PUT", "/v1/job/off/periodic/force", nil); r.StatusCode != 400 || !strings.Contains(out, "disabled") {
+		t.Fatalf("force of a disabled periodic job: %d %s", r.StatusCode, out)
 	}
 	e.mustOK("PUT", "/v1/jobs", goodJob)
 	if r, out := e.do("PUT", "/v1/job/web/periodic/force", nil); r.StatusCode != 400 || !strings.Contains(out, "not periodic") {

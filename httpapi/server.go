@@ -99,6 +99,10 @@ type Config struct {
 	NodeAgents NodeAgents
 	// NodeAuth checks node-agent requests (nil: accept all).
 	NodeAuth NodeAuthorizer
+	// Services, when set, serves the service registry routes
+	// (/v1/services, /v1/service/:name) and, with NodeAgents offering
+	// NodeServices, the node agents' registrations.
+	Services ServiceRegistry
 	// MaxResponseBytes, when set, bounds a read's answer as it leaves the
 	// process (gzip-compressed and base64-encoded when the client accepts
 	// gzip, as API Gateway carries it): a larger one is refused with a 400
@@ -289,6 +293,7 @@ func (s *Server) routes() {
 		m.HandleFunc("GET /v1/nodeagent/forward-key", s.forwardKeyRoute)
 	}
 	s.nodeAgentRoutes()
+	s.serviceRoutes()
 	s.operatorRoutes()
 	s.jobsParseRoutes()
 	s.launcherRoutes()

@@ -417,10 +417,6 @@ func TestBadInput(t *testing.T) {
 		{name: "parameterized meta both", batch: true, mut: func(m obj) {
 			jobOf(m)["ParameterizedJob"] = obj{"MetaRequired": list("a", "b"), "MetaOptional": list("b")}
 		}, field: "Job.ParameterizedJob.MetaOptional", rule: "both required and optional: b"},
-		{name: "periodic and parameterized", batch: true, mut: func(m obj) {
-			jobOf(m)["Periodic"] = obj{"Spec": "@daily"}
-			jobOf(m)["ParameterizedJob"] = obj{}
-		}, field: "Job.Periodic", rule: "both periodic and parameterized"},
 		{name: "ui", mut: func(m obj) { jobOf(m)["UI"] = obj{"Description": "web"} }, field: jp, rule: "ui block is not supported"},
 		{name: "dispatched", mut: func(m obj) { jobOf(m)["Dispatched"] = true }, field: "Job.Dispatched", rule: "set by the server on the children"},
 		{name: "dispatch idempotency token", mut: func(m obj) { jobOf(m)["DispatchIdempotencyToken"] = "t" }, field: "Job.DispatchIdempotencyToken", rule: "set by the server on the children"},
@@ -439,7 +435,8 @@ func TestBadInput(t *testing.T) {
 		{name: "group volume type", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "nfs", "Source": "x"}} }, field: gp + ".Volumes.data.Type", rule: `unrecognized type "nfs"`},
 		{name: "group volume source", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host"}} }, field: gp + ".Volumes.data.Source", rule: "empty source"},
 		{name: "group volume per_alloc", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host", "Source": "d", "PerAlloc": true}} }, field: gp + ".Volumes.data.PerAlloc", rule: "not supported by drover yet"},
-		{name: "network mode bridge", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "bridge" is not supported by drover yet`},
+		{name: "network mode bridge", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "bridge" needs every task of the group on a driver that runs it in the group's network namespace (docker), but task "server" (Tasks[0]) uses "raw_exec", which drover cannot run in one yet`},
+		{name: "network bridge hostname", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge", "Hostname": "web_1"}) }, field: gp + ".Networks[0].Hostname", rule: `must be a valid host name`},
 		{name: "network mode cni", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "cni/mynet"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "cni/mynet" is not supported`},
 		{name: "network mode unknown", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "hots"}) }, field: gp + ".Networks[0].Mode", rule: `unknown network mode "hots"`},
 		{name: "network dns", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"DNS": obj{"Servers": list("1.1.1.1")}}) }, field: gp + ".Networks[0]", rule: "dns block is not supported"},

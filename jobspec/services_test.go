@@ -239,3 +239,13 @@ func TestServiceAcceptedVariants(t *testing.T) {
 		})
 	}
 }
+
+// Templates may read the service registry now that drover has one.
+func TestTemplatesMayCallNomadService(t *testing.T) {
+	m := baseBody(t, minimalService)
+	tsk(m, 0, 0)["Templates"] = list(tmpl("local/upstreams", `{{ range nomadService "api" }}{{ .Address }}:{{ .Port }}{{ end }}{{ range nomadServices }}{{ .Name }}{{ end }}`))
+	b, _ := json.Marshal(m)
+	if _, err := DecodeRegisterRequest(strings.NewReader(string(b))); err != nil {
+		t.Fatalf("refused: %v", err)
+	}
+}

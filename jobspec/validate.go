@@ -240,6 +240,7 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	}
 
 	validateNetworks(tg.Networks, join(gp, "Networks"), errs)
+	validateBridgeTasks(tg, join(gp, "Networks"), errs)
 	validateServices(tg, gp, errs)
 
 	names := make(map[string]int)
@@ -303,7 +304,7 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 		if config == nil {
 			config = map[string]any{}
 		}
-		for _, e := range validate(config, driverspkg.ValidateContext{GroupPorts: groupPortLabels(tg)}) {
+		for _, e := range validate(config, driverspkg.ValidateContext{GroupPorts: groupPortLabels(tg), GroupNetworkMode: groupNetworkMode(tg)}) {
 			errs.add(join(join(tp, "Config"), e.Field), "%s", e.Rule)
 		}
 	}

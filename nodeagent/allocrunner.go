@@ -68,6 +68,9 @@ type allocRunner struct {
 	maxRunExceeded bool
 	// receivedAt is when this node first received the alloc.
 	receivedAt time.Time
+	// network is the alloc's network namespace (bridge mode), once the
+	// network hook made it.
+	network *drivers.NetworkIsolation
 
 	// Only the run goroutine touches these.
 	restored    *restoredAlloc
@@ -101,7 +104,7 @@ func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
 	// update may add a service check to a group that had none.
 	ar.checks = newChecksHook(ar)
 	ar.healthWatch = newHealthHook(ar)
-	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, ar.checks, ar.healthWatch, newMaxRunDurationHook(ar)}
+	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, newNetworkHook(ar), ar.checks, ar.healthWatch, newMaxRunDurationHook(ar)}
 	ar.receivedAt = time.Now()
 	return ar
 }
@@ -173,6 +176,20 @@ func (a *Agent) restoreAllocRunner(ra *restoredAlloc) *allocRunner {
 		}
 	}
 	return ar
+}
+
+// setNetwork records the alloc's network namespace for its tasks.
+func (ar *allocRunner) setNetwork(n *drivers.NetworkIsolation) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ar.network = n
+}
+
+// networkIsolation is the alloc's network namespace, nil in host mode.
+func (ar *allocRunner) networkIsolation() *drivers.NetworkIsolation {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.network
 }
 
 func (ar *allocRunner) addTask(tr *taskRunner) {

@@ -370,7 +370,7 @@ func (h *checksHook) pendingResult(alloc *structs.Allocation, c *allocCheck) *st
 	return &structs.CheckQueryResult{
 		ID: c.id, Mode: c.mode(), Status: structs.CheckStatusPending,
 		Timestamp: h.ar.agent.clock.Now().Unix(),
-		Group:     c.group, Task: c.task, Service: c.service.Name, Check: c.check.Name, JobID: alloc.JobID,
+		Group:     alloc.Name, Task: c.task, Service: c.service.Name, Check: c.check.Name, JobID: alloc.JobID,
 	}
 }
 

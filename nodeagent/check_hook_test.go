@@ -173,7 +173,7 @@ func TestChecksGateDeploymentHealth(t *testing.T) {
 	res := checkResults(t, ta.Agent, alloc.ID)
 	alive, ready := resultByName(res, "alive"), resultByName(res, "ready")
 	if alive.Status != structs.CheckStatusFailure || alive.StatusCode != 503 || alive.Output != "status 503" ||
-		alive.Mode != structs.CheckModeHealthiness || alive.Group != "web" || alive.Service != "api" || alive.Task != "" ||
+		alive.Mode != structs.CheckModeHealthiness || alive.Group != alloc.Name || alive.Service != "api" || alive.Task != "" ||
 		alive.JobID != alloc.JobID || res[alive.ID] != alive {
 		t.Fatalf("alive: %+v", alive)
 	}

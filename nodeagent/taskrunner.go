@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
+	"github.com/drover-sched/drover/tasktemplate"
 )
 
 // Kill defaults.
@@ -39,6 +40,9 @@ type taskRunner struct {
 	hooks    []taskHook
 	// notify tells the alloc runner that the task's state changed.
 	notify func()
+	// network returns the alloc's network namespace (bridge mode), nil
+	// in host mode.
+	network func() *drivers.NetworkIsolation
 
 	mu    sync.Mutex
 	state *structs.TaskState
@@ -102,6 +106,7 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h
 		taskDir:        ar.allocDir.TaskDir(task.Name),
 		restarts:       newTaskRestartTracker(task, policy, jobType, ar.agent.clock),
 		notify:         ar.taskStateChanged,
+		network:        ar.networkIsolation,
 		state:          st,
 		restoredHandle: h,
 		handle:         h,
@@ -127,18 +132,33 @@ type restartRequest struct {
 
 // initHooks builds the task's hook list, adding a hook only when the task
 // uses its feature: the task dir and environment always, then host
-// volumes, artifacts (fetched before templates, which may read them),
-// templates.
+// volumes, the dispatch payload, artifacts (fetched before templates,
+// which may read them), templates, services (when the control plane has
+// a service registry).
 func (tr *taskRunner) initHooks() []taskHook {
 	hooks := []taskHook{&taskDirHook{}, &taskEnvHook{}}
 	if len(tr.task.VolumeMounts) > 0 {
 		hooks = append(hooks, &volumeHook{})
 	}
+	if tr.task.DispatchPayload != nil {
+		hooks = append(hooks, &dispatchPayloadHook{})
+	}
 	if len(tr.task.Artifacts) > 0 {
 		hooks = append(hooks, newArtifactHook(tr.logger))
 	}
 	if len(tr.task.Templates) > 0 {
-		hooks = append(hooks, newTemplateHook(tr.logger, tr, tr.agent.services))
+		var services tasktemplate.ServiceLookup
+		if templatesReadServices(tr.task.Templates) {
+			services = tr.agent.services // only these watch the registry
+		}
+		hooks = append(hooks, newTemplateHook(tr.logger, tr, services))
+	}
+	// Services last: they register with the environment the hooks
+	// before them built.
+	if reg, ok := tr.agent.cp.(ServiceRegistry); ok && tr.alloc.Job != nil {
+		if svcs := taskServices(tr.alloc.Job.LookupTaskGroup(tr.alloc.TaskGroup), tr.task); len(svcs) > 0 {
+			hooks = append(hooks, newServiceHook(tr.logger, reg, tr.agent.nodeID, svcs))
+		}
 	}
 	return hooks
 }
@@ -515,6 +535,7 @@ func (tr *taskRunner) prestartRequest(d drivers.Driver) *taskPrestartRequest {
 		Node:         tr.agent.Node(),
 		Capabilities: d.Capabilities(),
 		HostEnv:      agentEnviron(),
+		Network:      tr.network(),
 		Emit:         func(ev *structs.TaskEvent) { tr.update("", ev) },
 		Done:         tr.waitCh,
 	}
@@ -566,6 +587,7 @@ func (tr *taskRunner) taskConfig(id string) *drivers.TaskConfig {
 	if ar := tr.alloc.AllocatedResources; ar != nil && len(ar.Shared.Ports) > 0 {
 		cfg.Ports = append([]structs.AllocatedPortMapping(nil), ar.Shared.Ports...)
 	}
+	cfg.Network = tr.network()
 	cfg.Events = func(msg string) { tr.update("", driverMessageEvent(msg)) }
 	return cfg
 }
@@ -715,6 +737,11 @@ func (tr *taskRunner) killTask(exitCh <-chan *drivers.ExitResult, pre *structs.T
 	timeout := tr.task.KillTimeout
 	if timeout <= 0 {
 		timeout = DefaultKillTimeout
+	}
+	for _, h := range tr.hooks {
+		if p, ok := h.(taskPreKillHook); ok {
+			p.PreKill(tr.task)
+		}
 	}
 	if delay := tr.shutdownDelay(); delay > 0 {
 		// Nomad's shutdown_delay: the task keeps running this long after

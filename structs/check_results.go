@@ -39,7 +39,8 @@ type CheckQueryResult struct {
 	Output string
 	// Timestamp is when the result was taken, in Unix seconds.
 	Timestamp int64
-	// Group, Task (empty for group services), Service and Check name
+	// Group is the alloc's name ("<job>.<group>[<index>]"), as Nomad
+	// fills it; Task (empty for group services), Service and Check name
 	// where the check is declared; JobID is the alloc's job.
 	Group   string
 	Task    string `json:",omitempty"`

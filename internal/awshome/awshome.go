@@ -203,7 +203,7 @@ const MaxWait = 25 * time.Second
 // API is the HTTP API the api function serves: the same handlers as the
 // dev agent, without a Watcher (blocking queries poll the table indexes).
 func (h *Home) API() http.Handler {
-	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
+	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, Services: h.Store, MaxWait: MaxWait, PollInterval: time.Second,
 		MaxResponseBytes: MaxResponseBytes,
 		NodeAgents:       h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
 		Plans: h.Service, Scaler: h.Service, Launcher: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service, ACL: h.ACL(),
