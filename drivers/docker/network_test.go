@@ -67,7 +67,7 @@ func TestBridgeNetworkSharedByTasks(t *testing.T) {
 	app := drivertest.TaskConfig(t, "app", map[string]any{"image": image, "args": []any{"serve", "127.0.0.1:9000", "backend"}})
 	allocID := app.AllocID
 	req := &drivers.NetworkCreateRequest{AllocID: allocID, JobID: "web", Namespace: "default", TaskGroup: "web", Hostname: "web-1",
-		DNS: &structs.DNSConfig{Servers: []string{"10.0.0.53"}, Searches: []string{"svc.example"}, Options: []string{"ndots:2"}},
+		DNS:   &structs.DNSConfig{Servers: []string{"10.0.0.53"}, Searches: []string{"svc.example"}, Options: []string{"ndots:2"}},
 		Ports: []structs.AllocatedPortMapping{{Label: "http", Value: host, To: 8080, HostIP: "127.0.0.1"}}}
 	iso, err := d.CreateNetwork(ctx, req)
 	if err != nil {
