@@ -417,10 +417,6 @@ func TestBadInput(t *testing.T) {
 		{name: "parameterized meta both", batch: true, mut: func(m obj) {
 			jobOf(m)["ParameterizedJob"] = obj{"MetaRequired": list("a", "b"), "MetaOptional": list("b")}
 		}, field: "Job.ParameterizedJob.MetaOptional", rule: "both required and optional: b"},
-		{name: "periodic and parameterized", batch: true, mut: func(m obj) {
-			jobOf(m)["Periodic"] = obj{"Spec": "@daily"}
-			jobOf(m)["ParameterizedJob"] = obj{}
-		}, field: "Job.Periodic", rule: "both periodic and parameterized"},
 		{name: "ui", mut: func(m obj) { jobOf(m)["UI"] = obj{"Description": "web"} }, field: jp, rule: "ui block is not supported"},
 		{name: "dispatched", mut: func(m obj) { jobOf(m)["Dispatched"] = true }, field: "Job.Dispatched", rule: "set by the server on the children"},
 		{name: "dispatch idempotency token", mut: func(m obj) { jobOf(m)["DispatchIdempotencyToken"] = "t" }, field: "Job.DispatchIdempotencyToken", rule: "set by the server on the children"},
