@@ -156,6 +156,9 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		if err := gc.s.deleteKeys(ctx, keys); err != nil {
 			return err
 		}
+		if err := gc.deleteServices(ctx, allocIDsOf(items)); err != nil {
+			return err
+		}
 		delete(liveJobs, jobPK(ns, id))
 		for _, it := range items {
 			switch sk := getS(it, "SK"); {
@@ -184,6 +187,7 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		return err
 	}
 	var doomed []item
+	var doomedIDs []string
 	placedBy := map[string]bool{}
 	for _, it := range allocs {
 		r, err := decodeAlloc(it)
@@ -199,11 +203,15 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 			continue
 		}
 		doomed = append(doomed, key(pk, allocSK(a.ID)), key(nodePK(a.NodeID), allocSK(a.ID)))
+		doomedIDs = append(doomedIDs, a.ID)
 		gc.nodes[a.NodeID] = true
 		gc.res.Allocs++
 		gc.tables = append(gc.tables, storage.TableAllocs)
 	}
 	if err := gc.s.deleteKeys(ctx, doomed); err != nil {
+		return err
+	}
+	if err := gc.deleteServices(ctx, doomedIDs); err != nil {
 		return err
 	}
 	// Terminal evals no remaining alloc was placed by.
@@ -356,4 +364,25 @@ func (gc *ddbCollector) collectJobCopies(ctx context.Context) error {
 		}
 	}
 	return gc.s.deleteKeys(ctx, doomed)
+}
+
+// deleteServices removes the service registrations of collected allocs
+// (reads never serve them: this only reclaims the items).
+func (gc *ddbCollector) deleteServices(ctx context.Context, allocIDs []string) error {
+	deleted, err := gc.s.deleteAllocServices(ctx, allocIDs)
+	if deleted {
+		gc.tables = append(gc.tables, storage.TableServiceRegistrations)
+	}
+	return err
+}
+
+// allocIDsOf lists the alloc IDs of a job partition's items.
+func allocIDsOf(items []item) []string {
+	var out []string
+	for _, it := range items {
+		if sk := getS(it, "SK"); strings.HasPrefix(sk, "ALLOC#") {
+			out = append(out, strings.TrimPrefix(sk, "ALLOC#"))
+		}
+	}
+	return out
 }
