@@ -4,7 +4,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin/drover
 
-.PHONY: build test lint dev dev-stop bench clean lambda bench-c1m bench-burst
+.PHONY: build test lint dev dev-stop bench clean lambda bench-c1m bench-burst chaos chaos-aws
 
 ## build: the drover binary (CLI, dev agent, task supervisor) into bin/
 build:
@@ -17,6 +17,9 @@ test: lint
 		{ if [ "$$DROVER_REQUIRE_MOTO" = 1 ]; then echo "moto is required (DROVER_REQUIRE_MOTO=1): pip install 'moto[server]'"; exit 1; fi; \
 		  echo "moto not found: the AWS packages' moto leg is skipped (install it: pip install 'moto[server]')"; }
 	$(GO) test -race -timeout 20m ./...
+	@# The chaos suite must catch a deliberately broken invariant: a build whose
+	@# embedded store skips the commit-time capacity check.
+	$(GO) test -count=1 -tags drover_broken_capacity -run '^TestBrokenCapacityCheckIsCaught$$' ./chaos/
 	@# The reference scenarios' summary (go test hides a passing package's output).
 	@$(GO) test -count=1 -run '^TestOracle$$' -v ./reconcile/ | grep '^oracle'
 
@@ -35,6 +38,21 @@ lint:
 	@if command -v terraform >/dev/null; then echo "terraform fmt -check -recursive infra"; TF_CLI_CONFIG_FILE=/dev/null terraform fmt -check -diff -recursive infra; \
 	elif [ "$${DROVER_REQUIRE_TOOLS:-}" = 1 ]; then echo "terraform is required"; exit 1; \
 	else echo "terraform not found: infra/ formatting not checked"; fi
+
+## chaos: the fault-schedule suite on SEEDS seeds (default 1000) from
+## FIRST (default 1), with its summary table; SEED=N replays one seed
+SEEDS ?= 1000
+FIRST ?= 1
+chaos:
+	@if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/ -seed $(SEED); \
+	else $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' ./chaos/ -v -seeds $(SEEDS) -first-seed $(FIRST) | grep -v '^=== RUN'; fi
+
+## chaos-aws: the same on the AWS home, on kumo (EMULATORS=kumo,moto adds
+## moto's leg: about 8 s a schedule there)
+EMULATORS ?= kumo
+chaos-aws:
+	@if [ -n "$(SEED)" ]; then DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/aws/ -seed $(SEED); \
+	else DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -timeout 120m -run '^TestChaos$$' ./chaos/aws/ -v -seeds $(SEEDS) -first-seed $(FIRST) | grep -v '^=== RUN'; fi
 
 ## dev: start the dev agent in the background and run the example job
 dev: build

@@ -87,6 +87,9 @@ type Config struct {
 	// default, as in Nomad).
 	DockerAllowPrivileged bool
 	DockerVolumesEnabled  bool
+	// DockerInfraImage is the pause image of bridge-mode allocs
+	// (nodeagent.Config.DockerInfraImage).
+	DockerInfraImage string
 	// Network settings of a client's node (nodeagent.Config): the address
 	// its allocs' ports are on, or the interface to take it from; the
 	// dynamic port range; the reserved host ports.
@@ -210,7 +213,7 @@ func (a *Agent) newServer() error {
 	}
 	a.store = store
 	a.broker = evqueue.New(evqueue.Config{OnDeliveryLimit: a.evalDeliveryLimit})
-	a.evaluator = newEvaluator(store, a.broker, a.log.Named("scheduler"))
+	a.evaluator = NewEvaluator(store, a.broker, a.log.Named("scheduler"))
 	a.evaluator.BeforeCommit = a.cfg.BeforeCommit
 	a.service = controlplane.New(controlplane.Config{Store: store, Queue: a.broker, Logger: a.log.Named("control"),
 		HeartbeatTTL: a.cfg.HeartbeatTTL, Planner: a.evaluator, SchedulerConfigChanged: a.evaluator.Config.Invalidate})
@@ -256,7 +259,7 @@ func (a *Agent) newClient() error {
 		DataDir: filepath.Join(a.cfg.DataDir, "client"), NodeName: a.cfg.NodeName, Datacenter: a.cfg.Datacenter,
 		NodePool: a.cfg.NodePool, NodeClass: a.cfg.NodeClass, HTTPAddr: a.cfg.HTTPAddr, HTTPTLS: a.cfg.TLS.Enabled(), DevMode: a.cfg.Dev,
 		EnabledDrivers: drivers, PollInterval: a.cfg.PollInterval, SupervisorCommand: a.cfg.SupervisorCommand,
-		GCMaxAllocs: a.cfg.GCMaxAllocs, DockerAllowPrivileged: a.cfg.DockerAllowPrivileged, DockerVolumesEnabled: a.cfg.DockerVolumesEnabled,
+		GCMaxAllocs: a.cfg.GCMaxAllocs, DockerAllowPrivileged: a.cfg.DockerAllowPrivileged, DockerVolumesEnabled: a.cfg.DockerVolumesEnabled, DockerInfraImage: a.cfg.DockerInfraImage,
 		NetworkAddress: a.cfg.NetworkAddress, NetworkInterface: a.cfg.NetworkInterface,
 		MinDynamicPort: a.cfg.MinDynamicPort, MaxDynamicPort: a.cfg.MaxDynamicPort, ReservedPorts: a.cfg.ReservedPorts,
 		HostVolumes: a.cfg.HostVolumes,
@@ -399,8 +402,8 @@ func (a *Agent) Run(ctx context.Context) error {
 			acls = &acl.Service{Store: a.store, ResetIndex: a.aclResetIndex}
 		}
 		a.api = httpapi.New(httpapi.Config{
-			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Operator: a.service,
-			Plans: a.service, Scaler: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
+			State: a.store, Jobs: a.service, Watcher: a.store, NodeAgents: a.service, Services: a.store, Operator: a.service,
+			Plans: a.service, Scaler: a.service, Launcher: a.service, Allocs: a.service, Namespaces: a.service, Scheduler: a.service,
 			ForwardSigner: a.forward, ForwardTLS: forwardTLS, ACL: acls, NodeSecrets: a.store, Logger: a.log.Named("http"),
 			Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter,
 				Version: Version, HTTPAddr: addr, Server: true, Client: a.node != nil, NodeID: a.NodeID()},

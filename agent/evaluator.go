@@ -3,19 +3,19 @@ package agent
 import (
 	"go.uber.org/zap"
 
-	evqueue "github.com/drover-sched/drover/events/embedded"
 	"github.com/drover-sched/drover/placement"
 	"github.com/drover-sched/drover/reconcile"
 	"github.com/drover-sched/drover/scheduler"
 	"github.com/drover-sched/drover/storage/embedded"
 )
 
-// newEvaluator wires the evaluate service with drover's reconciler and
-// update-type decision.
-func newEvaluator(store *embedded.Store, broker *evqueue.Broker, log *zap.Logger) *scheduler.Evaluator {
+// NewEvaluator wires the embedded home's evaluate service with drover's
+// reconciler and update-type decision, on store and queue (the server's
+// broker; the chaos suite's harness queue).
+func NewEvaluator(store *embedded.Store, queue scheduler.Queue, log *zap.Logger) *scheduler.Evaluator {
 	return &scheduler.Evaluator{
 		State:             store,
-		Queue:             broker,
+		Queue:             queue,
 		Reconcile:         reconcile.Reconcile,
 		UpdateOnNodes:     placement.UpdateTypeOnNodes,
 		RescheduleTracker: reconcile.NextRescheduleTracker,

@@ -37,6 +37,10 @@ type ValidateContext struct {
 	// GroupPorts are the port labels of the task group's network block
 	// (static and dynamic ports); nil when the group has none.
 	GroupPorts []string
+	// GroupNetworkMode is the mode of the group's network block ("host",
+	// "bridge"; "" when it has none): in bridge mode the group's tasks
+	// share one network namespace.
+	GroupNetworkMode string
 }
 
 // ConfigValidator checks a task's raw driver config (as decoded from JSON:

@@ -205,6 +205,11 @@ type TaskConfig struct {
 	StateDir string
 	// Mounts are the host volumes the task mounts (volume_mount blocks).
 	Mounts []MountConfig `json:",omitempty"`
+	// Network, when set, is the alloc's network namespace the task joins
+	// (its group's network is in bridge mode); its driver made it. The
+	// task then publishes no ports of its own: the namespace forwards the
+	// alloc's host ports.
+	Network *NetworkIsolation `json:",omitempty"`
 
 	// Events, when set, receives driver messages worth a task event
 	// ("Downloading image ..."); not persisted.
@@ -217,6 +222,9 @@ func (c *TaskConfig) ValidateContext() ValidateContext {
 	var vc ValidateContext
 	for _, p := range c.Ports {
 		vc.GroupPorts = append(vc.GroupPorts, p.Label)
+	}
+	if c.Network != nil {
+		vc.GroupNetworkMode = structs.NetworkModeBridge
 	}
 	return vc
 }
@@ -377,6 +385,10 @@ type Options struct {
 	// DockerVolumesEnabled lets docker tasks mount host paths outside
 	// their task dir (Nomad's volumes.enabled; off by default).
 	DockerVolumesEnabled bool
+	// DockerInfraImage is the image of the pause containers that hold the
+	// network namespaces of bridge-mode allocs (Nomad's infra_image);
+	// empty means drover's own, built on the node without a registry.
+	DockerInfraImage string
 }
 
 func sortedEnv(env map[string]string) []string {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"net/http"
 
-	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -36,18 +35,6 @@ func (s *Server) stopAllocation(w http.ResponseWriter, r *http.Request) {
 	}
 	setMeta(w, idx)
 	writeJSON(w, r, http.StatusOK, &AllocStopResponse{EvalID: ev.ID, Index: idx, LastIndex: idx})
-}
-
-// allocChecks answers GET /v1/client/allocation/:id/checks: the alloc's
-// service and check results, an empty object until drover has services
-// (404 for an unknown alloc, as Nomad).
-func (s *Server) allocChecks(w http.ResponseWriter, r *http.Request) {
-	s.query(w, r, []string{storage.TableAllocs}, func(ctx context.Context) (any, error) {
-		if _, err := s.allocByIDOrPrefix(ctx, r); err != nil {
-			return nil, err
-		}
-		return map[string]any{}, nil
-	})
 }
 
 // allocByIDOrPrefix finds the path's alloc by ID or a unique prefix.

@@ -50,7 +50,7 @@ func newEnv(t *testing.T, opts ...func(cfg *httpapi.Config, store *embedded.Stor
 		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: store, TTL: time.Nanosecond}}
 	svc := controlplane.New(controlplane.Config{Store: store, Queue: broker, Logger: zaptest.NewLogger(t), Planner: evaluator})
 	cfg := httpapi.Config{State: store, Jobs: svc, Watcher: store, Logger: zaptest.NewLogger(t),
-		Plans: svc, Scaler: svc, Allocs: svc, Namespaces: svc, Scheduler: svc, Operator: svc,
+		Plans: svc, Scaler: svc, Launcher: svc, Allocs: svc, Namespaces: svc, Scheduler: svc, Operator: svc,
 		Agent: httpapi.AgentInfo{Name: "test", Region: "global", Datacenter: "dc1", Version: "0.1.0", HTTPAddr: "127.0.0.1:4646", Server: true}}
 	for _, o := range opts {
 		o(&cfg, store)
@@ -154,12 +154,22 @@ func TestBadInputIsRejectedAndNothingStored(t *testing.T) {
 		{"bridge network (unsupported)", mutate(t, func(j map[string]any) {
 			group(j)["Networks"] = []any{map[string]any{"Mode": "bridge"}}
 		}), "network mode"},
-		{"service block (unsupported)", mutate(t, func(j map[string]any) {
-			group(j)["Services"] = []any{map[string]any{"Name": "web"}}
-		}), "service"},
+		{"consul service (unsupported)", mutate(t, func(j map[string]any) {
+			group(j)["Services"] = []any{map[string]any{"Name": "web", "Provider": "consul"}}
+		}), "Services[0] \"web\".Provider"},
 		{"periodic block (unsupported)", mutate(t, func(j map[string]any) {
 			j["Periodic"] = map[string]any{"Spec": "*/5 * * * *"}
 		}), "periodic"},
+		{"affinity weight zero", mutate(t, func(j map[string]any) {
+			j["Affinities"] = []any{map[string]any{"LTarget": "${node.class}", "Operand": "=", "RTarget": "large", "Weight": 0}}
+		}), "Job.Affinities[0].Weight: must not be 0"},
+		{"affinity weight beyond int8", mutate(t, func(j map[string]any) {
+			group(j)["Affinities"] = []any{map[string]any{"LTarget": "${node.class}", "Operand": "=", "RTarget": "large", "Weight": 200}}
+		}), "Weight"},
+		{"spread percentages above 100", mutate(t, func(j map[string]any) {
+			group(j)["Spreads"] = []any{map[string]any{"Attribute": "${node.datacenter}", "Weight": 50, "SpreadTarget": []any{
+				map[string]any{"Value": "dc1", "Percent": 80}, map[string]any{"Value": "dc2", "Percent": 30}}}}
+		}), "Spreads[0].SpreadTarget: percentages must sum to at most 100 (got 110)"},
 		{"raw_exec without command", mutate(t, func(j map[string]any) { task(j)["Config"] = map[string]any{"args": []any{"x"}} }), "command"},
 	}
 	for _, tc := range cases {

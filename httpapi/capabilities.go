@@ -109,7 +109,6 @@ var routeNeeds = func() map[string]need {
 		"GET /v1/job/{id}/scale":                   nsNeed(acl.CapReadJobScaling, acl.CapReadJob),
 		"GET /v1/allocations":                      readJob,
 		"GET /v1/allocation/{id}":                  objNeed(objAlloc, "id", acl.CapReadJob),
-		"GET /v1/client/allocation/{id}/checks":    objNeed(objAlloc, "id", acl.CapReadJob),
 		"GET /v1/client/fs/logs/{alloc_id}":        objNeed(objAlloc, "alloc_id", acl.CapReadLogs, acl.CapReadFS),
 		"GET /v1/evaluations":                      readJob,
 		"GET /v1/evaluation/{id}":                  objNeed(objEval, "id", acl.CapReadJob),
@@ -134,6 +133,12 @@ var routeNeeds = func() map[string]need {
 		"GET /v1/nodeagent/{id}/assignments":            {kind: needNodeSecret},
 		"PUT /v1/nodeagent/{id}/allocs":                 {kind: needNodeSecret},
 		"GET /v1/nodeagent/{id}/alloc/{alloc}/previous": {kind: needNodeSecret},
+		"PUT /v1/nodeagent/{id}/services":               {kind: needNodeSecret},
+		"PUT /v1/nodeagent/{id}/services/deregister":    {kind: needNodeSecret},
+		"GET /v1/nodeagent/{id}/services":               {kind: needNodeSecret},
+		"GET /v1/services":                              readJob,
+		"GET /v1/service/{name}":                        readJob,
+		"DELETE /v1/service/{name}/{id}":                nsNeed(acl.CapSubmitJob),
 
 		"GET /v1/acl/policies":            {kind: needIdentity},
 		"GET /v1/acl/policy/{name}":       {kind: needIdentity},
@@ -148,6 +153,8 @@ var routeNeeds = func() map[string]need {
 	writes(t, "/v1/job/{id}/plan", jobNeed(acl.CapSubmitJob, acl.CapPlanJob))
 	writes(t, "/v1/job/{id}/revert", nsNeed(acl.CapSubmitJob, acl.CapRevertJob))
 	writes(t, "/v1/job/{id}/scale", nsNeed(acl.CapScaleJob, acl.CapSubmitJob))
+	writes(t, "/v1/job/{id}/dispatch", nsNeed(acl.CapDispatchJob))
+	writes(t, "/v1/job/{id}/periodic/force", nsNeed(acl.CapSubmitJob))
 	writes(t, "/v1/jobs/parse", nsNeed(acl.CapParseJob, acl.CapSubmitJob))
 	writes(t, "/v1/validate/job", nsNeed(acl.CapReadJob))
 	writes(t, "/v1/allocation/{id}/stop", objNeed(objAlloc, "id", acl.CapAllocLifecycle))

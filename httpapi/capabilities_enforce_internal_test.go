@@ -51,7 +51,7 @@ func newACLWorld(t *testing.T) *aclWorld {
 	ev := &scheduler.Evaluator{State: store, Reconcile: reconcile.Reconcile, UpdateOnNodes: placement.UpdateTypeOnNodes,
 		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: store, TTL: time.Nanosecond}}
 	svc := controlplane.New(controlplane.Config{Store: store, Queue: broker, Planner: ev})
-	s := New(Config{State: store, Jobs: svc, NodeAgents: svc, Operator: svc, Plans: svc, Scaler: svc, Allocs: svc,
+	s := New(Config{State: store, Jobs: svc, NodeAgents: svc, Services: store, Operator: svc, Plans: svc, Scaler: svc, Launcher: svc, Allocs: svc,
 		Namespaces: svc, Scheduler: svc, NodeSecrets: store, ACL: &acl.Service{Store: store},
 		Agent: AgentInfo{Region: "global", HTTPAddr: "127.0.0.1:4646"}})
 	w := &aclWorld{t: t, s: s, store: store, ids: map[string]string{},

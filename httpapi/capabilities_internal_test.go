@@ -30,7 +30,7 @@ func allRoutesServer(t *testing.T) *Server {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return New(Config{State: store, Jobs: svc, NodeAgents: svc, Operator: svc, Plans: svc, Scaler: svc, Allocs: svc,
+	return New(Config{State: store, Jobs: svc, NodeAgents: svc, Services: store, Operator: svc, Plans: svc, Scaler: svc, Launcher: svc, Allocs: svc,
 		Namespaces: svc, Scheduler: svc, NodeSecrets: store, ForwardSigner: signer})
 }
 

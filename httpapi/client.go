@@ -41,6 +41,9 @@ type ClientNode interface {
 	// AllocStats samples the resource use of the alloc's running tasks
 	// (of task alone when named).
 	AllocStats(ctx context.Context, allocID, task string) (*structs.AllocResourceUsage, error)
+	// AllocChecks returns the latest result of each service check of
+	// the alloc, by check ID (empty without checks).
+	AllocChecks(ctx context.Context, allocID string) (map[string]*structs.CheckQueryResult, error)
 	// HostStats samples the node's resource use.
 	HostStats(ctx context.Context) (*structs.HostStats, error)
 	// StatFile, ListFiles and OpenFile read the alloc dir (paths
@@ -76,6 +79,7 @@ func (s *Server) clientRouteTable() []clientRoute {
 	}
 	add("GET /v1/client/allocation/{id}/exec", s.onAllocNode("id", s.clientExec))
 	add("GET /v1/client/allocation/{id}/stats", s.onAllocNode("id", s.clientAllocStats))
+	add("GET /v1/client/allocation/{id}/checks", s.onAllocNode("id", s.clientAllocChecks))
 	add("GET /v1/client/stats", s.clientHostStatsRoute)
 	add("GET /v1/client/fs/logs/{alloc_id}", s.onAllocNode("alloc_id", s.clientLogs))
 	add("GET /v1/client/fs/ls/{alloc_id}", s.onAllocNode("alloc_id", s.clientLs))
@@ -100,6 +104,7 @@ var ClientRouteCapabilities = map[string][]string{
 	"POST /v1/client/allocation/{id}/signal":  {"alloc-lifecycle"},
 	"GET /v1/client/allocation/{id}/exec":     {"alloc-exec"},
 	"GET /v1/client/allocation/{id}/stats":    {"read-job"},
+	"GET /v1/client/allocation/{id}/checks":   {"read-job"},
 	"GET /v1/client/stats":                    {"node:read"},
 	"GET /v1/client/fs/logs/{alloc_id}":       {"read-logs", "read-fs"},
 	"GET /v1/client/fs/ls/{alloc_id}":         {"read-fs"},

@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/drover-sched/drover/drivers"
+	"github.com/drover-sched/drover/structs"
 )
 
 // AllocRestartRequest is the body of PUT /v1/client/allocation/:id/restart
@@ -71,6 +72,22 @@ func (s *Server) clientAllocStats(w http.ResponseWriter, r *http.Request, node C
 	}
 	setMeta(w, 0)
 	writeJSON(w, r, http.StatusOK, u)
+}
+
+// clientAllocChecks serves GET /v1/client/allocation/:id/checks: the
+// latest result of each service check of the alloc, by check ID, as
+// Nomad's (an empty object for an alloc without checks).
+func (s *Server) clientAllocChecks(w http.ResponseWriter, r *http.Request, node ClientNode, allocID string) {
+	res, err := node.AllocChecks(r.Context(), allocID)
+	if err != nil {
+		s.clientFail(w, r, err)
+		return
+	}
+	if res == nil {
+		res = map[string]*structs.CheckQueryResult{}
+	}
+	setMeta(w, 0)
+	writeJSON(w, r, http.StatusOK, res)
 }
 
 // clientHostStatsRoute serves GET /v1/client/stats (?node_id=): the

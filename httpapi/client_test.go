@@ -80,6 +80,14 @@ func (f *fakeNode) AllocStats(_ context.Context, allocID, task string) (*structs
 		Tasks: map[string]*structs.TaskResourceUsage{"web": {ResourceUsage: &structs.ResourceUsage{MemoryStats: &structs.MemoryStats{RSS: 42}, CpuStats: &structs.CpuStats{}}}}, Timestamp: 7}, nil
 }
 
+func (f *fakeNode) AllocChecks(_ context.Context, allocID string) (map[string]*structs.CheckQueryResult, error) {
+	if err := f.check(allocID, ""); err != nil {
+		return nil, err
+	}
+	return map[string]*structs.CheckQueryResult{"c1": {ID: "c1", Mode: structs.CheckModeHealthiness, Status: structs.CheckStatusSuccess,
+		StatusCode: 200, Output: "ok", Timestamp: 9, Group: "web", Service: "api", Check: "alive", JobID: "j"}}, nil
+}
+
 func (f *fakeNode) HostStats(context.Context) (*structs.HostStats, error) {
 	return &structs.HostStats{Memory: &structs.HostMemoryStats{Total: 1 << 30}, CPU: []*structs.HostCPUStats{{CPU: "cpu0", Idle: 90}}, Uptime: 5}, nil
 }
@@ -179,6 +187,11 @@ func TestClientRoutesWithNomadsClient(t *testing.T) {
 	if err != nil || u.ResourceUsage.MemoryStats.RSS != 42 || u.Tasks["web"].ResourceUsage.MemoryStats.RSS != 42 || u.Timestamp != 7 {
 		t.Errorf("stats %+v %v", u, err)
 	}
+	checks, err := c.Allocations().Checks("a1", nil)
+	if ck := checks["c1"]; err != nil || len(checks) != 1 || ck.ID != "c1" || ck.Mode != "healthiness" || ck.Status != "success" ||
+		ck.StatusCode != 200 || ck.Output != "ok" || ck.Timestamp != 9 || ck.Group != "web" || ck.Service != "api" || ck.Check != "alive" {
+		t.Errorf("checks %+v %v", checks, err)
+	}
 	hs, err := c.Nodes().Stats("", nil)
 	if err != nil || hs.Memory.Total != 1<<30 || len(hs.CPU) != 1 || hs.Uptime != 5 {
 		t.Errorf("host stats %+v %v", hs, err)
@@ -244,6 +257,7 @@ func TestClientRoutesWithNomadsClient(t *testing.T) {
 		{"PUT", "/v1/client/allocation/nope/signal", `{"Signal":"HUP"}`, 404},
 		{"GET", "/v1/client/allocation/nope/stats", ``, 404},
 		{"GET", "/v1/client/allocation/a1/stats?task=db", ``, 400},
+		{"GET", "/v1/client/allocation/nope/checks", ``, 404},
 		{"GET", "/v1/client/allocation/nope/exec?task=web&command=%5B%22true%22%5D", ``, 404},
 		{"GET", "/v1/client/allocation/a1/exec?task=web", ``, 400},
 		{"GET", "/v1/client/allocation/a1/exec?command=%5B%22true%22%5D", ``, 400},

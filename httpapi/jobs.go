@@ -82,8 +82,8 @@ type TaskGroupSummary struct {
 	Unknown  int
 }
 
-// JobChildrenSummary is always zero: drover has no periodic or
-// parameterized jobs yet.
+// JobChildrenSummary counts a periodic or parameterized job's children
+// by status (zero for other jobs), Nomad's shape.
 type JobChildrenSummary struct {
 	Pending int64
 	Running int64
@@ -192,12 +192,14 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 		}
 		out := make([]*JobListStub, 0, len(page))
 		for _, j := range page {
+			j = parentStatus(j)
 			sum, err := s.summary(ctx, j)
 			if err != nil {
 				return nil, err
 			}
 			out = append(out, &JobListStub{
 				ID: j.ID, Name: j.Name, Namespace: j.Namespace, Datacenters: j.Datacenters, NodePool: j.NodePool,
+				ParentID: j.ParentID, Periodic: j.IsPeriodic(), ParameterizedJob: j.IsParameterized(),
 				Multiregion: j.Multiregion, Type: j.Type, Priority: j.Priority, Stop: j.Stop, Status: j.Status,
 				StatusDescription: j.StatusDescription, JobSummary: sum, CreateIndex: j.CreateIndex,
 				ModifyIndex: j.ModifyIndex, JobModifyIndex: j.JobModifyIndex, SubmitTime: j.SubmitTime, Meta: j.Meta,
@@ -209,7 +211,11 @@ func (s *Server) listJobs(w http.ResponseWriter, r *http.Request) {
 
 func (s *Server) getJob(w http.ResponseWriter, r *http.Request) {
 	s.query(w, r, []string{storage.TableJobs}, func(ctx context.Context) (any, error) {
-		return s.cfg.State.Job(ctx, namespaceOf(r), r.PathValue("id"))
+		j, err := s.cfg.State.Job(ctx, namespaceOf(r), r.PathValue("id"))
+		if err != nil {
+			return nil, err
+		}
+		return parentStatus(j), nil
 	})
 }
 
@@ -299,7 +305,12 @@ func (s *Server) jobSummary(w http.ResponseWriter, r *http.Request) {
 // evaluation recorded them.
 func (s *Server) summary(ctx context.Context, j *structs.Job) (*JobSummary, error) {
 	sum := &JobSummary{JobID: j.ID, Namespace: j.Namespace, Summary: map[string]TaskGroupSummary{},
-		Children: &JobChildrenSummary{}, CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex}
+		CreateIndex: j.CreateIndex, ModifyIndex: j.ModifyIndex}
+	children, err := s.childrenSummary(ctx, j)
+	if err != nil {
+		return nil, err
+	}
+	sum.Children = children
 	for _, tg := range j.TaskGroups {
 		sum.Summary[tg.Name] = TaskGroupSummary{}
 	}

@@ -25,7 +25,8 @@ type JobPlanResponse struct {
 	Annotations  *structs.PlanAnnotations
 	// FailedTGAllocs are the placements that would fail, per group.
 	FailedTGAllocs map[string]*structs.AllocMetric
-	// NextPeriodicLaunch is zero: drover has no periodic jobs yet.
+	// NextPeriodicLaunch is when a periodic job, registered now, would
+	// launch its next child (zero for other jobs), as Nomad.
 	NextPeriodicLaunch time.Time
 	Warnings           string
 }
@@ -57,6 +58,10 @@ func (s *Server) planJob(w http.ResponseWriter, r *http.Request) {
 	}
 	idx, _ := s.cfg.State.Index(r.Context(), "jobs")
 	setMeta(w, idx)
-	writeJSON(w, r, http.StatusOK, &JobPlanResponse{JobModifyIndex: resp.JobModifyIndex, CreatedEvals: []*structs.Evaluation{},
-		Diff: resp.Diff, Annotations: resp.Annotations, FailedTGAllocs: resp.FailedTGAllocs, Warnings: resp.Warnings})
+	out := &JobPlanResponse{JobModifyIndex: resp.JobModifyIndex, CreatedEvals: []*structs.Evaluation{},
+		Diff: resp.Diff, Annotations: resp.Annotations, FailedTGAllocs: resp.FailedTGAllocs, Warnings: resp.Warnings}
+	if req.Job.IsPeriodicActive() {
+		out.NextPeriodicLaunch, _ = req.Job.Periodic.Next(time.Now())
+	}
+	writeJSON(w, r, http.StatusOK, out)
 }

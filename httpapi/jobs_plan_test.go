@@ -151,3 +151,46 @@ func TestJobVersionsDiffs(t *testing.T) {
 		t.Fatalf("without diffs: %s", body)
 	}
 }
+
+// TestJobPlanPreferencesReplaceAllocs: adding an affinity or a spread to a
+// running job plans create/destroy updates of its allocs (not in-place
+// ones), as Nomad's
+// tasksUpdated decides, and the diff names the Affinity and Spread objects.
+func TestJobPlanPreferencesReplaceAllocs(t *testing.T) {
+	e := newEnv(t)
+	e.addNode("n1")
+	resp, body := e.do(http.MethodPut, "/v1/jobs", []byte(goodJob))
+	var reg httpapi.JobRegisterResponse
+	if err := json.Unmarshal([]byte(body), &reg); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("register: %d %s", resp.StatusCode, body)
+	}
+	if err := e.evaluator.Process(context.Background(), reg.EvalID); err != nil {
+		t.Fatal(err)
+	}
+	for name, change := range map[string]func(j map[string]any){
+		"Affinity": func(j map[string]any) {
+			j["Affinities"] = []any{map[string]any{"LTarget": "${node.class}", "Operand": "=", "RTarget": "large", "Weight": 50}}
+		},
+		"Spread": func(j map[string]any) {
+			group(j)["Spreads"] = []any{map[string]any{"Attribute": "${node.datacenter}", "Weight": 50}}
+		},
+	} {
+		p, code, out := e.plan(planBody(t, mutate(t, change), true))
+		// max_parallel 1: one alloc is replaced now, the other waits.
+		if code != 200 || p.Diff.TaskGroups[0].Updates["create/destroy update"] != 1 || p.Annotations.DesiredTGUpdates["web"].InPlaceUpdate != 0 {
+			t.Fatalf("%s: plan %d %s", name, code, out)
+		}
+		objects := append(append([]*structs.ObjectDiff(nil), p.Diff.Objects...), p.Diff.TaskGroups[0].Objects...)
+		found := false
+		for _, o := range objects {
+			found = found || (o.Name == name && o.Type == structs.DiffTypeAdded)
+		}
+		if !found {
+			t.Fatalf("%s: no Added %s object in the diff: %s", name, name, out)
+		}
+	}
+	// Unchanged preferences keep the allocs in place.
+	if p, _, out := e.plan(planBody(t, []byte(goodJob), true)); p.Diff.TaskGroups[0].Updates["create/destroy update"] != 0 {
+		t.Fatalf("unchanged job: %s", out)
+	}
+}

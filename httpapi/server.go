@@ -99,6 +99,10 @@ type Config struct {
 	NodeAgents NodeAgents
 	// NodeAuth checks node-agent requests (nil: accept all).
 	NodeAuth NodeAuthorizer
+	// Services, when set, serves the service registry routes
+	// (/v1/services, /v1/service/:name) and, with NodeAgents offering
+	// NodeServices, the node agents' registrations.
+	Services ServiceRegistry
 	// MaxResponseBytes, when set, bounds a read's answer as it leaves the
 	// process (gzip-compressed and base64-encoded when the client accepts
 	// gzip, as API Gateway carries it): a larger one is refused with a 400
@@ -112,6 +116,9 @@ type Config struct {
 	Plans JobPlanner
 	// Scaler, when set, serves POST /v1/job/:id/scale.
 	Scaler JobScaler
+	// Launcher, when set, serves PUT /v1/job/:id/periodic/force and
+	// PUT /v1/job/:id/dispatch.
+	Launcher Launcher
 	// Allocs, when set, serves PUT /v1/allocation/:id/stop.
 	Allocs AllocStopper
 	// Namespaces, when set, serves the namespace routes.
@@ -294,7 +301,6 @@ func (s *Server) routes() {
 	m.HandleFunc("GET /v1/job/{id}/scale", s.jobScaleStatus)
 	m.HandleFunc("GET /v1/scaling/policies", s.listScalingPolicies)
 	m.HandleFunc("GET /v1/scaling/policy/{id}", s.getScalingPolicy)
-	m.HandleFunc("GET /v1/client/allocation/{id}/checks", s.allocChecks)
 	for _, method := range []string{"PUT", "POST"} {
 		m.HandleFunc(method+" /v1/search", s.search)
 		m.HandleFunc(method+" /v1/search/fuzzy", s.fuzzySearch)
@@ -328,8 +334,10 @@ func (s *Server) routes() {
 		m.HandleFunc("GET /v1/nodeagent/forward-key", s.forwardKeyRoute)
 	}
 	s.nodeAgentRoutes()
+	s.serviceRoutes()
 	s.operatorRoutes()
 	s.jobsParseRoutes()
+	s.launcherRoutes()
 	s.aclRoutes()
 }
 

@@ -280,3 +280,57 @@ job "web" {
 		t.Fatalf("network %+v", n)
 	}
 }
+
+// TestPeriodicParameterizedHCL: the periodic, parameterized and
+// dispatch_payload blocks in HCL, with Nomad's argument names.
+func TestPeriodicParameterizedHCL(t *testing.T) {
+	job, err := parseString(`
+job "report" {
+  type = "batch"
+  periodic {
+    crons            = ["0 9 * * *"]
+    time_zone        = "Europe/Paris"
+    prohibit_overlap = true
+    enabled          = true
+  }
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/true" }
+    }
+  }
+}`, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := job.Periodic
+	if p == nil || len(p.Specs) != 1 || p.Specs[0] != "0 9 * * *" || *p.TimeZone != "Europe/Paris" || !*p.ProhibitOverlap || !*p.Enabled {
+		t.Fatalf("periodic %+v", p)
+	}
+	job, err = parseString(`
+job "proc" {
+  type = "batch"
+  parameterized {
+    payload       = "required"
+    meta_required = ["input"]
+    meta_optional = ["mode"]
+  }
+  group "g" {
+    task "t" {
+      driver = "raw_exec"
+      config { command = "/bin/cat" }
+      dispatch_payload { file = "in.txt" }
+    }
+  }
+}`, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pj := job.ParameterizedJob
+	if pj == nil || pj.Payload != "required" || pj.MetaRequired[0] != "input" || pj.MetaOptional[0] != "mode" {
+		t.Fatalf("parameterized %+v", pj)
+	}
+	if d := job.TaskGroups[0].Tasks[0].DispatchPayload; d == nil || d.File != "in.txt" {
+		t.Fatalf("dispatch_payload %+v", d)
+	}
+}

@@ -24,6 +24,9 @@ func tsk(m obj, i, j int) obj        { return grp(m, i)["Tasks"].([]any)[j].(obj
 func ns(s string) int64              { d, _ := time.ParseDuration(s); return int64(d) }
 func list(vs ...any) []any           { return vs }
 func constraint(l, op, r string) obj { return obj{"LTarget": l, "Operand": op, "RTarget": r} }
+func affinity(l, op, r string, w int) obj {
+	return obj{"LTarget": l, "Operand": op, "RTarget": r, "Weight": w}
+}
 
 // addGroup appends a copy of group 0 named name.
 func addGroup(m obj, name string) {
@@ -352,32 +355,88 @@ func TestBadInput(t *testing.T) {
 		{name: "constraint null", mut: func(m obj) { jobOf(m)["Constraints"] = list(nil) }, field: "Job.Constraints[0]", rule: "must not be null"},
 
 		// Unsupported blocks, job level.
-		{name: "job affinity", mut: func(m obj) {
-			jobOf(m)["Affinities"] = list(obj{"LTarget": "${node.datacenter}", "RTarget": "dc1", "Operand": "="})
-		}, field: jp, rule: "affinity block is not supported by drover yet"},
-		{name: "job spread", mut: func(m obj) { jobOf(m)["Spreads"] = list(obj{"Attribute": "${node.datacenter}"}) }, field: jp, rule: "spread block is not supported"},
+		// Affinities and spreads.
+		{name: "affinity operator unknown", mut: func(m obj) { jobOf(m)["Affinities"] = list(affinity("${node.class}", "~", "x", 50)) },
+			field: "Job.Affinities[0].Operand", rule: `unknown affinity operator "~"`},
+		{name: "affinity operator distinct_hosts", mut: func(m obj) { jobOf(m)["Affinities"] = list(affinity("", "distinct_hosts", "true", 50)) },
+			field: "Job.Affinities[0].Operand", rule: `unknown affinity operator "distinct_hosts"`},
+		{name: "affinity operator missing", mut: func(m obj) { jobOf(m)["Affinities"] = list(affinity("${node.class}", "", "x", 50)) },
+			field: "Job.Affinities[0].Operand", rule: "is required"},
+		{name: "affinity attribute missing", mut: func(m obj) { jobOf(m)["Affinities"] = list(affinity("", "=", "x", 50)) },
+			field: "Job.Affinities[0].LTarget", rule: "is required"},
+		{name: "affinity value missing", mut: func(m obj) { jobOf(m)["Affinities"] = list(affinity("${node.class}", "=", "", 50)) },
+			field: "Job.Affinities[0].RTarget", rule: "is required"},
+		{name: "affinity regexp", mut: func(m obj) { jobOf(m)["Affinities"] = list(affinity("${node.class}", "regexp", "(", 50)) },
+			field: "Job.Affinities[0].RTarget", rule: "valid regular expression"},
+		{name: "affinity weight zero", mut: func(m obj) { jobOf(m)["Affinities"] = list(affinity("${node.class}", "=", "x", 0)) },
+			field: "Job.Affinities[0].Weight", rule: "must not be 0"},
+		{name: "affinity weight high", mut: func(m obj) { jobOf(m)["Affinities"] = list(affinity("${node.class}", "=", "x", 101)) },
+			field: "Job.Affinities[0].Weight", rule: "must be between -100 and 100 (got 101)"},
+		{name: "affinity weight low", mut: func(m obj) { jobOf(m)["Affinities"] = list(affinity("${node.class}", "=", "x", -120)) },
+			field: "Job.Affinities[0].Weight", rule: "must be between -100 and 100 (got -120)"},
+		{name: "affinity null", mut: func(m obj) { jobOf(m)["Affinities"] = list(nil) }, field: "Job.Affinities[0]", rule: "must not be null"},
+		{name: "affinity in a system job", mut: func(m obj) {
+			jobOf(m)["Type"] = "system"
+			jobOf(m)["Affinities"] = list(affinity("${node.class}", "=", "x", 50))
+		}, field: "Job.Affinities", rule: "not allowed in system jobs"},
+		{name: "spread attribute missing", mut: func(m obj) { jobOf(m)["Spreads"] = list(obj{"Weight": 50}) },
+			field: "Job.Spreads[0].Attribute", rule: "is required"},
+		{name: "spread attribute unknown", mut: func(m obj) { jobOf(m)["Spreads"] = list(obj{"Attribute": "${job.name}", "Weight": 50}) },
+			field: "Job.Spreads[0].Attribute", rule: "is not an attribute a node has"},
+		{name: "spread weight zero", mut: func(m obj) { jobOf(m)["Spreads"] = list(obj{"Attribute": "${node.datacenter}", "Weight": 0}) },
+			field: "Job.Spreads[0].Weight", rule: "must be between 1 and 100 (got 0)"},
+		{name: "spread weight high", mut: func(m obj) { jobOf(m)["Spreads"] = list(obj{"Attribute": "${node.datacenter}", "Weight": 120}) },
+			field: "Job.Spreads[0].Weight", rule: "must be between 1 and 100 (got 120)"},
+		{name: "spread percent sum", mut: func(m obj) {
+			jobOf(m)["Spreads"] = list(obj{"Attribute": "${node.datacenter}", "SpreadTarget": list(obj{"Value": "dc1", "Percent": 70}, obj{"Value": "dc2", "Percent": 40})})
+		}, field: "Job.Spreads[0].SpreadTarget", rule: "must sum to at most 100 (got 110)"},
+		{name: "spread percent high", mut: func(m obj) {
+			jobOf(m)["Spreads"] = list(obj{"Attribute": "${node.datacenter}", "SpreadTarget": list(obj{"Value": "dc1", "Percent": 150})})
+		}, field: "Job.Spreads[0].SpreadTarget[0].Percent", rule: "must be between 0 and 100 (got 150)"},
+		{name: "spread target duplicate", mut: func(m obj) {
+			jobOf(m)["Spreads"] = list(obj{"Attribute": "${node.datacenter}", "SpreadTarget": list(obj{"Value": "dc1", "Percent": 20}, obj{"Value": "dc1", "Percent": 20})})
+		}, field: "Job.Spreads[0].SpreadTarget[1].Value", rule: `target "dc1" is already defined`},
+		{name: "spread target value empty", mut: func(m obj) {
+			jobOf(m)["Spreads"] = list(obj{"Attribute": "${node.datacenter}", "SpreadTarget": list(obj{"Percent": 20})})
+		}, field: "Job.Spreads[0].SpreadTarget[0].Value", rule: "must not be empty"},
+		{name: "spread null", mut: func(m obj) { jobOf(m)["Spreads"] = list(nil) }, field: "Job.Spreads[0]", rule: "must not be null"},
+		{name: "spread in a sysbatch job", batch: true, mut: func(m obj) {
+			jobOf(m)["Type"] = "sysbatch"
+			jobOf(m)["Spreads"] = list(obj{"Attribute": "${node.datacenter}"})
+		}, field: "Job.Spreads", rule: "not allowed in sysbatch jobs"},
 		{name: "multiregion", mut: func(m obj) { jobOf(m)["Multiregion"] = obj{"Regions": list(obj{"Name": "eu"})} }, field: jp, rule: "multiregion block is not supported"},
-		{name: "periodic", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Specs": list("@daily")} }, field: jp, rule: "periodic block is not supported"},
-		{name: "parameterized", batch: true, mut: func(m obj) { jobOf(m)["ParameterizedJob"] = obj{"Payload": "optional"} }, field: jp, rule: "parameterized block is not supported"},
+		{name: "periodic on a service job", mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "@daily"} }, field: "Job.Periodic", rule: `periodic can only be used with "batch" or "sysbatch" jobs`},
+		{name: "periodic bad cron", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "*/5 * * *"} }, field: "Job.Periodic.Spec", rule: `invalid cron expression "*/5 * * *"`},
+		{name: "periodic bad crons", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Specs": list("@daily", "61 * * * *")} }, field: "Job.Periodic.Specs[1]", rule: `invalid cron expression "61 * * * *"`},
+		{name: "periodic cron and crons", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "@daily", "Specs": list("@hourly")} }, field: "Job.Periodic.Spec", rule: "only one of cron and crons"},
+		{name: "periodic no cron", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"ProhibitOverlap": true} }, field: "Job.Periodic.Spec", rule: "must specify a cron expression"},
+		{name: "periodic time zone", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "@daily", "TimeZone": "Mars/Olympus"} }, field: "Job.Periodic.TimeZone", rule: `unknown time zone "Mars/Olympus"`},
+		{name: "periodic spec type", batch: true, mut: func(m obj) { jobOf(m)["Periodic"] = obj{"Spec": "@daily", "SpecType": "test"} }, field: "Job.Periodic.SpecType", rule: `unknown periodic spec type "test"`},
+		{name: "parameterized on a service job", mut: func(m obj) { jobOf(m)["ParameterizedJob"] = obj{"Payload": "optional"} }, field: "Job.ParameterizedJob", rule: "parameterized can only be used with"},
+		{name: "parameterized payload mode", batch: true, mut: func(m obj) { jobOf(m)["ParameterizedJob"] = obj{"Payload": "sometimes"} }, field: "Job.ParameterizedJob.Payload", rule: `unknown payload requirement "sometimes"`},
+		{name: "parameterized meta both", batch: true, mut: func(m obj) {
+			jobOf(m)["ParameterizedJob"] = obj{"MetaRequired": list("a", "b"), "MetaOptional": list("b")}
+		}, field: "Job.ParameterizedJob.MetaOptional", rule: "both required and optional: b"},
 		{name: "ui", mut: func(m obj) { jobOf(m)["UI"] = obj{"Description": "web"} }, field: jp, rule: "ui block is not supported"},
-		{name: "dispatched", mut: func(m obj) { jobOf(m)["Dispatched"] = true }, field: "Job.Dispatched", rule: "dispatched jobs are not supported"},
-		{name: "dispatch idempotency token", mut: func(m obj) { jobOf(m)["DispatchIdempotencyToken"] = "t" }, field: "Job.DispatchIdempotencyToken", rule: "dispatched jobs are not supported"},
-		{name: "payload", mut: func(m obj) { jobOf(m)["Payload"] = "aGVsbG8=" }, field: "Job.Payload", rule: "only given to dispatched jobs"},
-		{name: "parent ID", mut: func(m obj) { jobOf(m)["ParentID"] = "cron-parent" }, field: "Job.ParentID", rule: "child jobs"},
+		{name: "dispatched", mut: func(m obj) { jobOf(m)["Dispatched"] = true }, field: "Job.Dispatched", rule: "set by the server on the children"},
+		{name: "dispatch idempotency token", mut: func(m obj) { jobOf(m)["DispatchIdempotencyToken"] = "t" }, field: "Job.DispatchIdempotencyToken", rule: "set by the server on the children"},
+		{name: "payload", mut: func(m obj) { jobOf(m)["Payload"] = "aGVsbG8=" }, field: "Job.Payload", rule: "set by the server on the children"},
+		{name: "parent ID", mut: func(m obj) { jobOf(m)["ParentID"] = "cron-parent" }, field: "Job.ParentID", rule: "set by the server on the children"},
 		{name: "consul namespace", mut: func(m obj) { jobOf(m)["ConsulNamespace"] = "team" }, field: "Job.ConsulNamespace", rule: "Consul integration is not supported"},
 		{name: "vault namespace", mut: func(m obj) { jobOf(m)["VaultNamespace"] = "team" }, field: "Job.VaultNamespace", rule: "Vault integration is not supported"},
 		{name: "version tag", mut: func(m obj) { jobOf(m)["VersionTag"] = obj{"Name": "v1"} }, field: "Job.VersionTag", rule: "version tags are not supported"},
 
 		// Unsupported blocks, group level.
-		{name: "group affinity", mut: func(m obj) {
-			grp(m, 0)["Affinities"] = list(obj{"LTarget": "${node.class}", "RTarget": "x", "Operand": "="})
-		}, field: gp, rule: "affinity block is not supported by drover yet"},
-		{name: "group spread", mut: func(m obj) { grp(m, 0)["Spreads"] = list(obj{"Attribute": "${node.datacenter}"}) }, field: gp, rule: "spread block is not supported"},
+		{name: "group affinity weight", mut: func(m obj) { grp(m, 0)["Affinities"] = list(affinity("${node.class}", "=", "x", 0)) },
+			field: gp + ".Affinities[0].Weight", rule: "must not be 0"},
+		{name: "group spread weight", mut: func(m obj) { grp(m, 0)["Spreads"] = list(obj{"Attribute": "${node.datacenter}", "Weight": -5}) },
+			field: gp + ".Spreads[0].Weight", rule: "must be between 1 and 100 (got -5)"},
 		{name: "group volume csi", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "csi", "Source": "ebs"}} }, field: gp + ".Volumes.data.Type", rule: "csi volume block is not supported by drover"},
 		{name: "group volume type", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "nfs", "Source": "x"}} }, field: gp + ".Volumes.data.Type", rule: `unrecognized type "nfs"`},
 		{name: "group volume source", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host"}} }, field: gp + ".Volumes.data.Source", rule: "empty source"},
 		{name: "group volume per_alloc", mut: func(m obj) { grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host", "Source": "d", "PerAlloc": true}} }, field: gp + ".Volumes.data.PerAlloc", rule: "not supported by drover yet"},
-		{name: "network mode bridge", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "bridge" is not supported by drover yet`},
+		{name: "network mode bridge", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "bridge" needs every task of the group on a driver that runs it in the group's network namespace (docker), but task "server" (Tasks[0]) uses "raw_exec", which drover cannot run in one yet`},
+		{name: "network bridge hostname", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge", "Hostname": "web_1"}) }, field: gp + ".Networks[0].Hostname", rule: `must be a valid host name`},
 		{name: "network mode cni", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "cni/mynet"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "cni/mynet" is not supported`},
 		{name: "network mode unknown", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "hots"}) }, field: gp + ".Networks[0].Mode", rule: `unknown network mode "hots"`},
 		{name: "network dns", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"DNS": obj{"Servers": list("1.1.1.1")}}) }, field: gp + ".Networks[0]", rule: "dns block is not supported"},
@@ -415,7 +474,6 @@ func TestBadInput(t *testing.T) {
 		{name: "port ignore collision", mut: func(m obj) {
 			grp(m, 0)["Networks"] = list(obj{"ReservedPorts": list(obj{"Label": "dns", "Value": 53, "IgnoreCollision": true})})
 		}, field: gp + `.Networks[0].ReservedPorts[0] "dns".IgnoreCollision`, rule: "ignore_collision is not supported"},
-		{name: "group service", mut: func(m obj) { grp(m, 0)["Services"] = list(obj{"Name": "web"}) }, field: gp, rule: "service block is not supported"},
 		{name: "group scaling no max", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Min": 1} }, field: gp + ".Scaling.Max", rule: "maximum count must be specified"},
 		{name: "group scaling max below min", mut: func(m obj) { grp(m, 0)["Scaling"] = obj{"Min": 5, "Max": 2} }, field: gp + ".Scaling.Max", rule: "must not be less than minimum count (2 < 5)"},
 		{name: "group scaling count above max", mut: func(m obj) { grp(m, 0)["Count"] = 9; grp(m, 0)["Scaling"] = obj{"Min": 1, "Max": 4} }, field: gp + ".Count", rule: "must not be greater than maximum count in scaling policy (9 > 4)"},
@@ -426,10 +484,10 @@ func TestBadInput(t *testing.T) {
 		{name: "group max_run_duration zero", batch: true, mut: func(m obj) { grp(m, 0)["MaxRunDuration"] = 0 }, field: `Job.TaskGroups[0] "run".MaxRunDuration`, rule: "must be greater than zero"},
 
 		// Unsupported blocks, task level.
-		{name: "task affinity", mut: func(m obj) {
-			tsk(m, 0, 0)["Affinities"] = list(obj{"LTarget": "${node.class}", "RTarget": "x", "Operand": "="})
-		}, field: tp, rule: "affinity block is not supported"},
-		{name: "task service", mut: func(m obj) { tsk(m, 0, 0)["Services"] = list(obj{"Name": "web"}) }, field: tp, rule: "service block is not supported"},
+		{name: "task affinity operator", mut: func(m obj) {
+			tsk(m, 0, 0)["Affinities"] = list(affinity("${node.class}", "distinct_property", "x", 10))
+		},
+			field: tp + ".Affinities[0].Operand", rule: `unknown affinity operator "distinct_property"`},
 		// Artifacts.
 		{name: "artifact no source", mut: func(m obj) { tsk(m, 0, 0)["Artifacts"] = list(obj{"RelativeDest": "local/"}) }, field: tp + ".Artifacts[0].GetterSource", rule: "must be set"},
 		{name: "artifact s3", mut: func(m obj) {
@@ -491,7 +549,8 @@ func TestBadInput(t *testing.T) {
 		{name: "template wait", mut: func(m obj) {
 			tsk(m, 0, 0)["Templates"] = list(obj{"DestPath": "local/x", "EmbeddedTmpl": "x", "Wait": obj{"Min": ns("10s"), "Max": ns("2s")}})
 		}, field: tp + ".Templates[0].Wait", rule: "must not be greater than max"},
-		{name: "dispatch_payload", mut: func(m obj) { tsk(m, 0, 0)["DispatchPayload"] = obj{"File": "in"} }, field: tp, rule: "dispatch_payload block is not supported"},
+		{name: "dispatch_payload escapes", mut: func(m obj) { tsk(m, 0, 0)["DispatchPayload"] = obj{"File": "../../../etc/x"} }, field: tp + ".DispatchPayload.File", rule: "escapes the allocation directory"},
+		{name: "dispatch_payload no file", mut: func(m obj) { tsk(m, 0, 0)["DispatchPayload"] = obj{} }, field: tp + ".DispatchPayload.File", rule: "must name the file"},
 		{name: "volume_mount unknown volume", mut: func(m obj) { tsk(m, 0, 0)["VolumeMounts"] = list(obj{"Volume": "data", "Destination": "/data"}) }, field: tp + ".VolumeMounts[0].Volume", rule: `names volume "data", which the group does not define`},
 		{name: "volume_mount destination", mut: func(m obj) {
 			grp(m, 0)["Volumes"] = obj{"data": obj{"Type": "host", "Source": "d"}}

@@ -55,11 +55,12 @@
 //     sysbatch), Priority,
 //     AllAtOnce, Datacenters, NodePool, Constraints, TaskGroups, Update (merged
 //     into the groups and kept as Job.Update), Reschedule and Migrate (merged
-//     into the groups), Meta, Stop.
-//   - rejected: Affinities, Spreads, Multiregion,
-//     Periodic, ParameterizedJob, UI, Dispatched, DispatchIdempotencyToken,
-//     Payload, ParentID (child jobs), ConsulNamespace, VaultNamespace,
-//     VersionTag.
+//     into the groups), Meta, Stop, Affinities and Spreads (affinity.go; not
+//     in system and sysbatch jobs), Periodic and ParameterizedJob (periodic.go;
+//     batch and sysbatch jobs).
+//   - rejected: Multiregion, UI, ConsulNamespace, VaultNamespace, VersionTag;
+//     Dispatched, DispatchIdempotencyToken, Payload and ParentID, which the
+//     server sets on the children of periodic and parameterized jobs.
 //   - ignored, because the server sets them (as Nomad's does): Status,
 //     StatusDescription, Stable, Version, SubmitTime, CreateIndex,
 //     ModifyIndex, JobModifyIndex, NomadTokenID.
@@ -81,10 +82,18 @@
 //     options are refused.
 //   - Scaling: min (default the count), max (required), enabled, policy
 //     (opaque), type horizontal; the count within min..max (scaling.go).
-//   - rejected: Affinities, Spreads, Services, Consul;
-//     in a network block: mode bridge, none and cni/*, the
-//     dns and cni blocks, Hostname, Device, CIDR and IP (the node's),
-//     another host network, ignore_collision.
+//   - Services (and a task's Services): provider "nomad" (the default;
+//     "consul" and Consul-only settings are refused), name (${JOB},
+//     ${TASKGROUP}, ${TASK}, ${BASE} replaced; default <job>-<group>[-<task>]),
+//     port (label or number), tags, canary_tags, meta, address_mode,
+//     address, on_update, check_restart, and http, tcp and script checks
+//     with Nomad's rules; see services.go.
+//   - Affinities and Spreads, as the job's (affinity.go).
+//   - rejected: Consul;
+//     in a network block: modes none and cni/*, bridge for a group
+//     with a task on a driver other than docker, the dns and cni
+//     blocks, Hostname outside bridge mode, Device, CIDR and IP (the
+//     node's), another host network, ignore_collision.
 //
 // api.Task:
 //   - supported: Name, Driver, User (for drivers that honour it),
@@ -102,8 +111,9 @@
 //     chown is refused. See artifacts.go.
 //   - VolumeMounts: volume (one of the group's), destination, read_only;
 //     propagation modes other than private and selinux_label are refused.
-//   - rejected: Affinities, Services, Vault, Consul,
-//     DispatchPayload, CSIPluginConfig, Kind (Consul Connect),
+//   - Affinities, as the job's (affinity.go).
+//   - DispatchPayload: file, inside the task's local/ directory.
+//   - rejected: Vault, Consul, CSIPluginConfig, Kind (Consul Connect),
 //     ScalingPolicies, Secrets, Identity, Identities, Actions, Schedule.
 //
 // api.Resources:
@@ -131,8 +141,7 @@
 // supports (drivers/docker.TaskConfig: image (required), force_pull,
 // image_pull_timeout, auth, command, args, entrypoint, work_dir, labels,
 // volumes, mount, network_mode, privileged, ...), each with its rules;
-// "ports" names group network port labels, and is refused while drover
-// has no group network blocks. A task's User is accepted for drivers that
+// "ports" names group network port labels. A task's User is accepted for drivers that
 // run tasks as their user (exec, docker), refused for raw_exec.
 //
 // # Validation rules
@@ -150,7 +159,9 @@
 //     update only for service and system jobs (no canaries for system
 //     jobs*); migrate only for service jobs; count at most 1 in system
 //     jobs; at most one leader task; task names unique; constraints.
-//   - network: at most one block*; mode host (or empty); port labels set,
+//   - network: at most one block*; mode host (or empty) or bridge (every
+//     task on docker; no task network_mode, hostname, dns_* or
+//     extra_hosts then); Hostname a host name; port labels set,
 //     letters, digits, underscores and dashes*, unique in the group; static
 //     ports 1..65535 and unique; dynamic ports without a value*; to
 //     -1..65535.

@@ -57,36 +57,14 @@ func checkInput(j *api.Job, errs *errorList) {
 	if systemType && j.Reschedule != nil {
 		errs.add(join(jp, "Reschedule"), "system and sysbatch jobs must not have a reschedule policy (their allocs are replaced on their own node)")
 	}
-	if len(j.Affinities) > 0 {
-		errs.unsupported(jp, "affinity")
-	}
-	if len(j.Spreads) > 0 {
-		errs.unsupported(jp, "spread")
-	}
+	checkPreferencesNotNull(j.Affinities, j.Spreads, jp, errs)
 	if j.Multiregion != nil {
 		errs.unsupported(jp, "multiregion")
-	}
-	if j.Periodic != nil {
-		errs.unsupported(jp, "periodic")
-	}
-	if j.ParameterizedJob != nil {
-		errs.unsupported(jp, "parameterized")
 	}
 	if j.UI != nil {
 		errs.unsupported(jp, "ui")
 	}
-	if j.Dispatched {
-		errs.add(join(jp, "Dispatched"), "dispatched jobs are not supported by drover yet")
-	}
-	if j.DispatchIdempotencyToken != nil && *j.DispatchIdempotencyToken != "" {
-		errs.add(join(jp, "DispatchIdempotencyToken"), "dispatched jobs are not supported by drover yet")
-	}
-	if len(j.Payload) > 0 {
-		errs.add(join(jp, "Payload"), "a payload is only given to dispatched jobs, which drover does not support yet")
-	}
-	if j.ParentID != nil && *j.ParentID != "" {
-		errs.add(join(jp, "ParentID"), "child jobs (of periodic or parameterized jobs) are not supported by drover yet")
-	}
+	checkChildFieldsInput(j, jp, errs)
 	if j.ConsulNamespace != nil && *j.ConsulNamespace != "" {
 		errs.add(join(jp, "ConsulNamespace"), "Consul integration is not supported by drover yet")
 	}
@@ -120,19 +98,12 @@ func checkInput(j *api.Job, errs *errorList) {
 }
 
 func checkGroupInput(tg *api.TaskGroup, gp, jobType string, errs *errorList) {
-	if len(tg.Affinities) > 0 {
-		errs.unsupported(gp, "affinity")
-	}
-	if len(tg.Spreads) > 0 {
-		errs.unsupported(gp, "spread")
-	}
+	checkPreferencesNotNull(tg.Affinities, tg.Spreads, gp, errs)
 	checkVolumesInput(tg.Volumes, gp, errs)
 	for i, n := range tg.Networks {
 		checkNetworkInput(n, indexed(join(gp, "Networks"), i), errs)
 	}
-	if len(tg.Services) > 0 {
-		errs.unsupported(gp, "service")
-	}
+	checkServicesInput(tg.Services, join(gp, "Services"), errs)
 	if tg.Consul != nil {
 		errs.unsupported(gp, "consul")
 	}
@@ -217,11 +188,8 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		present bool
 		name    string
 	}{
-		{len(t.Affinities) > 0, "affinity"},
-		{len(t.Services) > 0, "service"},
 		{t.Vault != nil, "vault"},
 		{t.Consul != nil, "consul"},
-		{t.DispatchPayload != nil, "dispatch_payload"},
 		{t.CSIPluginConfig != nil, "csi_plugin"},
 		{len(t.ScalingPolicies) > 0, "scaling"},
 		{len(t.Secrets) > 0, "secret"},
@@ -235,6 +203,7 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 			errs.unsupported(tp, b.name)
 		}
 	}
+	checkServicesInput(t.Services, join(tp, "Services"), errs)
 	checkTemplatesInput(t.Templates, tp, errs)
 	checkArtifactsInput(t.Artifacts, tp, errs)
 	checkVolumeMountsInput(t.VolumeMounts, tp, errs)
@@ -242,6 +211,7 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 		errs.add(join(tp, "Kind"), "task kind %q (Consul Connect) is not supported by drover yet", t.Kind)
 	}
 	checkConstraintsNotNull(t.Constraints, join(tp, "Constraints"), errs)
+	checkPreferencesNotNull(t.Affinities, nil, tp, errs)
 	if r := t.Resources; r != nil {
 		rp := join(tp, "Resources")
 		if len(r.Networks) > 0 {
@@ -347,9 +317,14 @@ func convertJob(j *api.Job, disc []disconnect) *structs.Job {
 		Datacenters: datacentersOrAll(j.Datacenters),
 		NodePool:    deref(j.NodePool),
 		Constraints: convertConstraints(j.Constraints),
+		Affinities:  convertAffinities(j.Affinities),
+		Spreads:     convertSpreads(j.Spreads),
 		Update:      convertUpdate(j.Update),
 		Meta:        cloneMap(j.Meta),
 		Stop:        deref(j.Stop),
+
+		Periodic:         convertPeriodic(j.Periodic),
+		ParameterizedJob: convertParameterized(j.ParameterizedJob),
 	}
 	if out.NodePool == "" {
 		// Nomad's server puts a job that names no pool in its namespace's
@@ -359,6 +334,7 @@ func convertJob(j *api.Job, disc []disconnect) *structs.Job {
 	for i, tg := range j.TaskGroups {
 		out.TaskGroups = append(out.TaskGroups, convertGroup(tg, disc[i]))
 	}
+	finishServiceNames(out)
 	return out
 }
 
@@ -367,6 +343,8 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 		Name:                      deref(tg.Name),
 		Count:                     deref(tg.Count),
 		Constraints:               convertConstraints(tg.Constraints),
+		Affinities:                convertAffinities(tg.Affinities),
+		Spreads:                   convertSpreads(tg.Spreads),
 		RestartPolicy:             convertRestart(tg.RestartPolicy),
 		ReschedulePolicy:          convertReschedule(tg.ReschedulePolicy),
 		Update:                    convertUpdate(tg.Update),
@@ -387,6 +365,7 @@ func convertGroup(tg *api.TaskGroup, d disconnect) *structs.TaskGroup {
 	}
 	out.Volumes = convertVolumes(tg.Volumes)
 	out.Scaling = convertScaling(tg.Scaling)
+	out.Services = convertServices(tg.Services, "")
 	for _, n := range tg.Networks {
 		out.Networks = append(out.Networks, convertNetwork(n))
 	}
@@ -419,6 +398,7 @@ func convertTask(t *api.Task) *structs.Task {
 		User:          t.User,
 		Config:        t.Config,
 		Constraints:   convertConstraints(t.Constraints),
+		Affinities:    convertAffinities(t.Affinities),
 		Env:           cloneMap(t.Env),
 		RestartPolicy: convertRestart(t.RestartPolicy),
 		Meta:          cloneMap(t.Meta),
@@ -429,6 +409,10 @@ func convertTask(t *api.Task) *structs.Task {
 		Templates:     convertTemplates(t.Templates),
 		Artifacts:     convertArtifacts(t.Artifacts),
 		VolumeMounts:  convertVolumeMounts(t.VolumeMounts),
+		Services:      convertServices(t.Services, t.Name),
+	}
+	if t.DispatchPayload != nil {
+		out.DispatchPayload = &structs.DispatchPayloadConfig{File: t.DispatchPayload.File}
 	}
 	if t.Lifecycle != nil {
 		out.Lifecycle = &structs.TaskLifecycle{Hook: t.Lifecycle.Hook, Sidecar: t.Lifecycle.Sidecar}

@@ -4,6 +4,7 @@ import (
 	"regexp"
 	"strings"
 
+	"github.com/drover-sched/drover/drivers/catalog"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -12,8 +13,13 @@ import (
 // and a docker task's `ports` entries.
 var validPortLabel = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 
+// validHostname is what a bridge network's hostname may be (RFC 1123 host
+// names; ${...} interpolation of it is not supported).
+var validHostname = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$`)
+
 // validateNetworks applies Nomad's group network rules on what drover
-// supports: one network block, host mode, unique port labels, static ports
+// supports: one network block, host or bridge mode (a hostname only in
+// bridge mode), unique port labels, static ports
 // between 1 and 65535 and unique, dynamic ports without a value, mapped
 // ports (to) between -1 and 65535, the default host network.
 func validateNetworks(networks []*structs.NetworkResource, path string, errs *errorList) {
@@ -29,16 +35,18 @@ func validateNetworks(networks []*structs.NetworkResource, path string, errs *er
 			continue
 		}
 		switch mode := n.Mode; {
-		case mode == "" || mode == structs.NetworkModeHost:
-		case mode == structs.NetworkModeBridge:
-			errs.add(join(np, "Mode"), "network mode %q is not supported by drover yet (only %q: tasks listen on the node's own ports)", mode, structs.NetworkModeHost)
+		case mode == "" || mode == structs.NetworkModeHost || mode == structs.NetworkModeBridge:
 		case mode == "none" || strings.HasPrefix(mode, "cni/"):
-			errs.add(join(np, "Mode"), "network mode %q is not supported by drover yet (only %q)", mode, structs.NetworkModeHost)
+			errs.add(join(np, "Mode"), "network mode %q is not supported by drover yet (only %q and %q)", mode, structs.NetworkModeHost, structs.NetworkModeBridge)
 		default:
-			errs.add(join(np, "Mode"), "unknown network mode %q (drover supports %q)", mode, structs.NetworkModeHost)
+			errs.add(join(np, "Mode"), "unknown network mode %q (drover supports %q and %q)", mode, structs.NetworkModeHost, structs.NetworkModeBridge)
 		}
 		if n.Hostname != "" {
-			errs.add(join(np, "Hostname"), "a hostname is only set in bridge networking, which drover does not support yet")
+			if n.Mode != structs.NetworkModeBridge {
+				errs.add(join(np, "Hostname"), "a hostname is only set in bridge networking (mode %q)", structs.NetworkModeBridge)
+			} else if !validHostname.MatchString(n.Hostname) {
+				errs.add(join(np, "Hostname"), "must be a valid host name: letters, digits, dashes and dots, at most 253 characters (got %q)", n.Hostname)
+			}
 		}
 		for _, f := range []struct{ name, v string }{{"Device", n.Device}, {"CIDR", n.CIDR}, {"IP", n.IP}} {
 			if f.v != "" {
@@ -104,4 +112,43 @@ func groupPortLabels(tg *structs.TaskGroup) []string {
 		}
 	}
 	return out
+}
+
+// groupNetworkMode is the mode of the group's network block ("host" when
+// it leaves it empty), or "" when it has none.
+func groupNetworkMode(tg *structs.TaskGroup) string {
+	for _, n := range tg.Networks {
+		if n == nil {
+			continue
+		}
+		if n.Mode == "" {
+			return structs.NetworkModeHost
+		}
+		return n.Mode
+	}
+	return ""
+}
+
+// validateBridgeTasks: a group in bridge mode runs every task in one
+// network namespace, which only drivers that can join one do (docker);
+// drover cannot yet put raw_exec or exec tasks in one.
+func validateBridgeTasks(tg *structs.TaskGroup, path string, errs *errorList) {
+	if groupNetworkMode(tg) != structs.NetworkModeBridge {
+		return
+	}
+	var can []string
+	for _, b := range catalog.Builtins() {
+		if b.BridgeNetwork {
+			can = append(can, b.Name)
+		}
+	}
+	for i, t := range tg.Tasks {
+		if t == nil || t.Driver == "" {
+			continue
+		}
+		if b, ok := catalog.Lookup(t.Driver); !ok || !b.BridgeNetwork {
+			errs.add(join(indexed(path, 0), "Mode"), "network mode %q needs every task of the group on a driver that runs it in the group's network namespace (%s), but task %q (Tasks[%d]) uses %q, which drover cannot run in one yet",
+				structs.NetworkModeBridge, strings.Join(can, ", "), t.Name, i, t.Driver)
+		}
+	}
 }

@@ -1,7 +1,9 @@
 package jobspec
 
 import (
+	"fmt"
 	"reflect"
+	"strings"
 	"testing"
 
 	"github.com/drover-sched/drover/structs"
@@ -53,4 +55,33 @@ func TestSystemJobsGetNomadDefaults(t *testing.T) {
 	if sb.Type != structs.JobTypeSysBatch || tg.Count != 2 || tg.ReschedulePolicy != nil || tg.Update != nil || tg.RestartPolicy.Attempts != 3 {
 		t.Fatalf("sysbatch job: type %s count %d reschedule %+v update %+v restart %+v", sb.Type, tg.Count, tg.ReschedulePolicy, tg.Update, tg.RestartPolicy)
 	}
+}
+
+// A bridge-mode group of docker tasks is accepted (with the network's
+// hostname and the tasks' ports, which the namespace publishes); a docker
+// task in it that sets its own network options is refused, naming them.
+func TestBridgeNetworkForDocker(t *testing.T) {
+	const bridge = `{"Job": {"ID": "web", "TaskGroups": [{"Name": "web",
+		"Networks": [{"Mode": "bridge", "Hostname": "web-1", "DynamicPorts": [{"Label": "http", "To": 8080}]}],
+		"Tasks": [
+			{"Name": "app", "Driver": "docker", "Config": {"image": "app:1", "ports": ["http"]}},
+			{"Name": "sidecar", "Driver": "docker", "Config": {"image": "proxy:1"%s}}]}]}}`
+	n := decode(t, fmt.Sprintf(bridge, "")).Job.TaskGroups[0].Networks[0]
+	if n.Mode != structs.NetworkModeBridge || n.Hostname != "web-1" || len(n.DynamicPorts) != 1 || n.DynamicPorts[0].To != 8080 {
+		t.Fatalf("bridge network decoded as %+v", n)
+	}
+	for _, c := range []struct{ opt, field string }{
+		{`, "network_mode": "host"`, "network_mode"},
+		{`, "hostname": "x"`, "hostname"},
+		{`, "dns_servers": ["1.1.1.1"]`, "dns_servers"},
+		{`, "extra_hosts": ["db:10.0.0.1"]`, "extra_hosts"},
+	} {
+		_, err := DecodeRegisterRequest(strings.NewReader(fmt.Sprintf(bridge, c.opt)))
+		want := `Job.TaskGroups[0] "web".Tasks[1] "sidecar".Config.` + c.field + `: must not be set on a task whose group network is in bridge mode`
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s in a bridge group: err %v, want %q", c.field, err, want)
+		}
+	}
+	// Without a network block, or in host mode, the same options are fine.
+	decode(t, strings.Replace(fmt.Sprintf(bridge, `, "network_mode": "host"`), `"Mode": "bridge", "Hostname": "web-1", `, "", 1))
 }

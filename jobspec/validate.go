@@ -109,9 +109,13 @@ func validateJob(j *structs.Job, errs *errorList) {
 	if j.Multiregion != nil {
 		errs.unsupported(jp, "multiregion")
 	}
+	validatePeriodic(j, errs)
+	validateParameterized(j, errs)
 	for i, c := range j.Constraints {
 		validateConstraint(c, indexed(join(jp, "Constraints"), i), false, errs)
 	}
+	validateAffinities(j.Affinities, join(jp, "Affinities"), j.Type, errs)
+	validateSpreads(j.Spreads, join(jp, "Spreads"), j.Type, errs)
 	if j.Update != nil {
 		if !allowsUpdate(j.Type) {
 			errs.add(join(jp, "Update"), "update block is not allowed for %s jobs (rolling updates are for service and system jobs)", j.Type)
@@ -193,6 +197,8 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	for i, c := range tg.Constraints {
 		validateConstraint(c, indexed(join(gp, "Constraints"), i), false, errs)
 	}
+	validateAffinities(tg.Affinities, join(gp, "Affinities"), j.Type, errs)
+	validateSpreads(tg.Spreads, join(gp, "Spreads"), j.Type, errs)
 
 	if tg.RestartPolicy == nil {
 		errs.add(join(gp, "RestartPolicy"), "must be set")
@@ -234,6 +240,8 @@ func validateGroup(j *structs.Job, tg *structs.TaskGroup, gp string, errs *error
 	}
 
 	validateNetworks(tg.Networks, join(gp, "Networks"), errs)
+	validateBridgeTasks(tg, join(gp, "Networks"), errs)
+	validateServices(tg, gp, errs)
 
 	names := make(map[string]int)
 	var leaders []int
@@ -275,6 +283,7 @@ func allowsUpdate(t string) bool {
 }
 
 func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp string, errs *errorList) {
+	validateDispatchPayload(t, tp, errs)
 	switch {
 	case t.Name == "":
 		errs.add(join(tp, "Name"), "must not be empty")
@@ -295,7 +304,7 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 		if config == nil {
 			config = map[string]any{}
 		}
-		for _, e := range validate(config, driverspkg.ValidateContext{GroupPorts: groupPortLabels(tg)}) {
+		for _, e := range validate(config, driverspkg.ValidateContext{GroupPorts: groupPortLabels(tg), GroupNetworkMode: groupNetworkMode(tg)}) {
 			errs.add(join(join(tp, "Config"), e.Field), "%s", e.Rule)
 		}
 	}
@@ -373,6 +382,7 @@ func validateTask(j *structs.Job, tg *structs.TaskGroup, t *structs.Task, tp str
 	for i, c := range t.Constraints {
 		validateConstraint(c, indexed(join(tp, "Constraints"), i), true, errs)
 	}
+	validateAffinities(t.Affinities, join(tp, "Affinities"), j.Type, errs)
 
 	if lc := t.Lifecycle; lc != nil {
 		switch lc.Hook {

@@ -94,6 +94,10 @@ type Config struct {
 	// DockerVolumesEnabled lets docker tasks mount host paths outside
 	// their task dir (Nomad's docker volumes.enabled; off by default).
 	DockerVolumesEnabled bool
+	// DockerInfraImage is the image of the pause containers holding
+	// bridge-mode allocs' network namespaces (Nomad's infra_image;
+	// default: drover's own, built on the node).
+	DockerInfraImage string
 	// DriverFingerprintInterval is how often the drivers are
 	// fingerprinted again; a change of health or attributes
 	// re-registers the node (default 30 s, Nomad's docker interval).
@@ -168,9 +172,8 @@ type Agent struct {
 	cpu  cpuSamples
 	host hostSampler
 
-	// services answers templates' nomadService and nomadServices; nil
-	// until drover has a service registry (the job parser refuses those
-	// functions meanwhile).
+	// services answers templates' nomadService and nomadServices from
+	// the control plane's registry; nil when the control plane has none.
 	services tasktemplate.ServiceLookup
 }
 
@@ -260,6 +263,13 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 		return nil, fmt.Errorf("nodeagent: %w", err)
 	}
 	a.logger = cfg.Logger.With(zap.String("node_id", a.nodeID))
+	if reg, ok := cp.(ServiceRegistry); ok {
+		var pollEvery time.Duration
+		if _, paced := cp.(Pacer); paced {
+			pollEvery = servicePollPaced
+		}
+		a.services = newServiceLookup(a.logger, reg, a.NodeID, pollEvery)
+	}
 	if err := a.refreshNode(); err != nil {
 		return nil, fmt.Errorf("nodeagent: fingerprint: %w", err)
 	}

@@ -9,6 +9,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/drover-sched/drover/drivers"
+	"github.com/drover-sched/drover/structs"
 )
 
 // The operations of Nomad's client allocation routes (restart, signal,
@@ -201,4 +202,17 @@ func (a *Agent) CheckTask(ctx context.Context, allocID, task string) error {
 	}
 	_, _, err = tr.runningLaunch()
 	return err
+}
+
+// AllocChecks returns the latest result of each service check of the
+// alloc, by check ID, in Nomad's shape (GET
+// /v1/client/allocation/:id/checks): pending until a check has run, the
+// last results kept once the alloc's tasks are dead; empty for an alloc
+// without checks. An alloc not on this node wraps fs.ErrNotExist.
+func (a *Agent) AllocChecks(ctx context.Context, allocID string) (map[string]*structs.CheckQueryResult, error) {
+	ar, err := a.allocRunnerOf(allocID)
+	if err != nil {
+		return nil, err
+	}
+	return ar.checks.Results(), nil
 }

@@ -53,6 +53,10 @@ type allocRunner struct {
 	pending    *structs.Allocation
 	// health is the deployment health verdict, once reached.
 	health *allocHealth
+	// checks runs the alloc's service checks; healthWatch decides its
+	// deployment health (both set at construction, never changed).
+	checks      *checksHook
+	healthWatch *healthHook
 	// gates hold back lifecycle tasks until their turn; only the run
 	// goroutine touches them.
 	gates *lifecycleGates
@@ -64,6 +68,9 @@ type allocRunner struct {
 	maxRunExceeded bool
 	// receivedAt is when this node first received the alloc.
 	receivedAt time.Time
+	// network is the alloc's network namespace (bridge mode), once the
+	// network hook made it.
+	network *drivers.NetworkIsolation
 
 	// Only the run goroutine touches these.
 	restored    *restoredAlloc
@@ -93,7 +100,11 @@ func (a *Agent) baseAllocRunner(alloc *structs.Allocation) *allocRunner {
 		gates:     newLifecycleGates(),
 		failEvent: func(reason string) *structs.TaskEvent { return setupFailureEvent(fmt.Errorf("%s", reason)) },
 	}
-	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, newHealthHook(ar), newMaxRunDurationHook(ar)}
+	// The checks hook is always there (idle without checks): an in-place
+	// update may add a service check to a group that had none.
+	ar.checks = newChecksHook(ar)
+	ar.healthWatch = newHealthHook(ar)
+	ar.hooks = []allocHook{&allocDirHook{ar: ar}, &prevAllocHook{ar: ar}, newNetworkHook(ar), ar.checks, ar.healthWatch, newMaxRunDurationHook(ar)}
 	ar.receivedAt = time.Now()
 	return ar
 }
@@ -165,6 +176,20 @@ func (a *Agent) restoreAllocRunner(ra *restoredAlloc) *allocRunner {
 		}
 	}
 	return ar
+}
+
+// setNetwork records the alloc's network namespace for its tasks.
+func (ar *allocRunner) setNetwork(n *drivers.NetworkIsolation) {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	ar.network = n
+}
+
+// networkIsolation is the alloc's network namespace, nil in host mode.
+func (ar *allocRunner) networkIsolation() *drivers.NetworkIsolation {
+	ar.mu.Lock()
+	defer ar.mu.Unlock()
+	return ar.network
 }
 
 func (ar *allocRunner) addTask(tr *taskRunner) {
@@ -512,6 +537,13 @@ func (ar *allocRunner) shutdownHooks() {
 		if p, ok := h.(allocShutdownHook); ok {
 			p.Shutdown()
 		}
+	}
+}
+
+// healthKick wakes the health watcher: a check result changed.
+func (ar *allocRunner) healthKick() {
+	if ar.healthWatch != nil {
+		ar.healthWatch.TaskStatesChanged()
 	}
 }
 

@@ -13,9 +13,13 @@
 // replaces to stop, then move its alloc/data and task local/ dirs, for
 // sticky or migrating ephemeral disks; a previous alloc on another node is
 // asked about through the control plane, backing off on transient errors
-// and giving up, with a task event, on permanent ones); deployment health
-// (healthy after min_healthy_time of running tasks, unhealthy on a failure
-// or at healthy_deadline; each report names the deployment its health is
+// and giving up, with a task event, on permanent ones); service checks
+// (check_hook.go, running package checks' http, tcp and script checks
+// every interval while their task runs, keeping the latest results, and
+// restarting a task through its restart policy on check_restart);
+// deployment health (healthy after min_healthy_time of running tasks and,
+// with health_check = "checks", passing checks; unhealthy on a failure or
+// at healthy_deadline; each report names the deployment its health is
 // for). Lifecycle tasks (prestart, poststart, poststop,
 // sidecars) wait at gates the alloc runner opens from the task states.
 // The agent garbage-collects terminal allocs (see gc.go) and answers

@@ -2,8 +2,13 @@ package nodeagent
 
 import (
 	"context"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -149,4 +154,91 @@ func TestDockerHostVolume(t *testing.T) {
 	})
 	cp.stopAlloc(alloc.ID)
 	cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
+}
+
+// TestDockerBridgeGroup: a group in bridge mode gets a network namespace
+// of its own (a pause container) before its tasks start; its two tasks
+// share it — the proxy, on the alloc's host port mapped to 8080, reaches
+// the app on localhost. A restarted agent re-attaches to all of it
+// (nothing re-created); stopping the alloc removes every container of it,
+// the pause container included.
+func TestDockerBridgeGroup(t *testing.T) {
+	t.Parallel()
+	image := dockertest.Image(t)
+	cli := dockertest.Client(t)
+	dir := t.TempDir()
+	cp := newFakeCP()
+	a1 := startAgent(t, cp, dockerConfig(t, dir))
+	app := dockerTask("app", image, "serve", "127.0.0.1:9000", "backend")
+	proxy := dockerTask("proxy", image, "proxy", ":${NOMAD_PORT_http}", "http://127.0.0.1:9000/")
+	proxy.Config["ports"] = []any{"http"}
+	job := testJob(structs.JobTypeService, app, proxy)
+	job.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeBridge, DynamicPorts: []structs.Port{{Label: "http", To: 8080}}}}
+	alloc := testAlloc(job)
+	host := freeTCPPort(t)
+	alloc.AllocatedResources.Shared.Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeBridge, IP: "127.0.0.1",
+		DynamicPorts: []structs.Port{{Label: "http", Value: host, To: 8080}}}}
+	alloc.AllocatedResources.Shared.Ports = []structs.AllocatedPortMapping{{Label: "http", Value: host, To: 8080, HostIP: "127.0.0.1"}}
+	t.Cleanup(func() {
+		for _, id := range containersOf(t, cli, alloc.ID) {
+			_, _ = cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
+		}
+	})
+	cp.addAlloc(alloc)
+	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	url := fmt.Sprintf("http://127.0.0.1:%d/", host)
+	answer := func() string {
+		var body string
+		waitFor(t, 30*time.Second, "the alloc's host port to answer", func() bool {
+			resp, err := http.Get(url)
+			if err != nil {
+				return false
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			body = string(b)
+			return resp.StatusCode == http.StatusOK
+		})
+		return body
+	}
+	if got := answer(); got != "proxied: backend \n" {
+		t.Fatalf("%s answered %q", url, got)
+	}
+	before := containersOf(t, cli, alloc.ID)
+	if len(before) != 3 {
+		t.Fatalf("containers %v, want the pause container and two tasks", before)
+	}
+
+	a1.stop(t)
+	cp.clearReports()
+	startAgent(t, cp, dockerConfig(t, dir))
+	rep := cp.waitReport(t, alloc.ID, "restored running", hasStatus(structs.AllocClientStatusRunning))
+	for _, name := range []string{"app", "proxy"} {
+		if st := rep.TaskStates[name]; st.Restarts != 0 || countEvents(st, structs.TaskStarted) != 1 {
+			t.Fatalf("re-attach restarted %s: restarts %d, events %v", name, st.Restarts, eventTypes(st))
+		}
+	}
+	after := containersOf(t, cli, alloc.ID)
+	slices.Sort(before)
+	slices.Sort(after)
+	if !slices.Equal(before, after) {
+		t.Fatalf("containers after re-attach %v, before %v", after, before)
+	}
+	if got := answer(); got != "proxied: backend \n" {
+		t.Fatalf("after the restart %s answered %q", url, got)
+	}
+
+	cp.stopAlloc(alloc.ID)
+	cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
+	waitFor(t, 20*time.Second, "every container of the alloc removed", func() bool { return len(containersOf(t, cli, alloc.ID)) == 0 })
+}
+
+func freeTCPPort(t *testing.T) int {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().(*net.TCPAddr).Port
 }

@@ -64,6 +64,7 @@ func driverOptions(cfg *Config) drivers.Options {
 		DockerHost:            cfg.DockerHost,
 		DockerAllowPrivileged: cfg.DockerAllowPrivileged,
 		DockerVolumesEnabled:  cfg.DockerVolumesEnabled,
+		DockerInfraImage:      cfg.DockerInfraImage,
 	}
 }
 

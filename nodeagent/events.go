@@ -240,3 +240,13 @@ func copyTaskState(st *structs.TaskState) *structs.TaskState {
 	}
 	return &c
 }
+
+// checkRestartEvent records a restart a check's check_restart asked for
+// (Nomad's "Restart Signaled", "healthcheck: check ... unhealthy").
+func checkRestartEvent(check string) *structs.TaskEvent {
+	ev := newTaskEvent(structs.TaskRestartSignal)
+	ev.RestartReason = fmt.Sprintf("healthcheck: check %q unhealthy", check)
+	ev.Details["restart_reason"] = ev.RestartReason
+	ev.DisplayMessage = ev.RestartReason
+	return ev
+}

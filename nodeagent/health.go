@@ -35,13 +35,18 @@ type allocHealth struct {
 type healthSettings struct {
 	minHealthy time.Duration
 	deadline   time.Duration
+	// checks: the service checks count too (health_check = "checks",
+	// the default, and the group has checks that count for health).
+	checks bool
 }
 
 // healthSettingsFor reports whether the agent must watch alloc's health,
 // and how. It must when the alloc belongs to a deployment whose health
-// comes from task states: health_check = "task_states", or "checks" with
-// no checks in the group (drover has none yet), as Nomad treats it.
-// "manual" health is set by the operator, never by the agent.
+// the agent decides: health_check = "checks" (the default) counts the
+// task states and the service checks whose on_update is not "ignore";
+// "task_states" counts the task states alone, as does "checks" when the
+// group has no such check, as Nomad treats it. "manual" health is set by
+// the operator, never by the agent.
 func healthSettingsFor(alloc *structs.Allocation) (healthSettings, bool) {
 	if alloc.DeploymentID == "" || alloc.Job == nil || alloc.Job.Type != structs.JobTypeService {
 		return healthSettings{}, false
@@ -62,12 +67,16 @@ func healthSettingsFor(alloc *structs.Allocation) (healthSettings, bool) {
 			s.deadline = u.HealthyDeadline
 		}
 	}
+	if u := tg.Update; u == nil || u.HealthCheck == "" || u.HealthCheck == structs.UpdateHealthCheckChecks {
+		s.checks = groupHasHealthChecks(alloc)
+	}
 	return s, true
 }
 
 // healthHook watches the alloc's tasks while it belongs to a deployment
 // and decides its health once: healthy when every task that should be
-// running has been seen running for min_healthy_time without a restart;
+// running has been seen running for min_healthy_time without a restart
+// (and, when checks count, with every such check passing throughout);
 // unhealthy when a task fails or dies first, or when healthy_deadline
 // passes. A restart does not fail the alloc: it restarts the
 // min_healthy_time wait. The verdict is reported as the alloc's deployment
@@ -184,35 +193,66 @@ func (h *healthHook) restart(alloc *structs.Allocation) {
 	done, kick := h.done, h.kick
 	h.mu.Unlock()
 	ar.logger.Debug("watching deployment health", zap.String("deployment_id", alloc.DeploymentID),
-		zap.Duration("min_healthy_time", settings.minHealthy), zap.Duration("healthy_deadline", settings.deadline))
+		zap.Duration("min_healthy_time", settings.minHealthy), zap.Duration("healthy_deadline", settings.deadline),
+		zap.Bool("checks", settings.checks))
 	go func() {
 		defer close(done)
 		h.watch(ctx, alloc.DeploymentID, settings, kick)
 	}()
 }
 
-// watch decides the health of the alloc in deploymentID.
+// healthMark identifies the stretch the min_healthy_time wait counts: the
+// latest task start and, when checks count, when they last began to pass.
+// A new mark starts the wait over.
+type healthMark struct {
+	tasks  time.Time
+	checks time.Time
+}
+
+func (m healthMark) same(o healthMark) bool {
+	return m.tasks.Equal(o.tasks) && m.checks.Equal(o.checks)
+}
+
+// judge looks at the tasks and, when they count, the checks: it returns
+// a reason when the alloc is unhealthy, whether it is healthy now, and the
+// mark of the current healthy stretch.
+func (h *healthHook) judge(s healthSettings) (unhealthy string, ok bool, mark healthMark) {
+	verdict, allRunning, latest := judgeTaskHealth(h.ar.taskList())
+	mark.tasks = latest
+	if verdict != "" || !allRunning || !s.checks || h.ar.checks == nil {
+		return verdict, verdict == "" && allRunning, mark
+	}
+	since, passing := h.ar.checks.Passing()
+	mark.checks = since
+	return "", passing, mark
+}
+
+// watch decides the health of the alloc in deploymentID: healthy once the
+// tasks run and (when they count) the checks pass without a break for
+// min_healthy_time; unhealthy when a task fails or healthy_deadline
+// passes first (failing checks alone only hold the verdict back).
 func (h *healthHook) watch(ctx context.Context, deploymentID string, s healthSettings, kick <-chan struct{}) {
 	ar := h.ar
 	clock := ar.agent.clock
 	deadline := clock.After(s.deadline)
 	var healthyAt <-chan time.Time
-	var armedFor time.Time // the latest task start the healthy timer counts from
+	var armedFor healthMark // the stretch the healthy timer counts
+	armed := false
 	for {
-		verdict, allRunning, latest := judgeTaskHealth(ar.taskList())
+		verdict, ok, mark := h.judge(s)
 		if verdict != "" {
 			ar.logger.Info("allocation unhealthy", zap.String("deployment_id", deploymentID), zap.String("reason", verdict))
 			ar.setHealth(deploymentID, false)
 			return
 		}
 		switch {
-		case !allRunning:
-			healthyAt, armedFor = nil, time.Time{}
-		case !latest.Equal(armedFor):
+		case !ok:
+			healthyAt, armed = nil, false
+		case !armed || !mark.same(armedFor):
 			// Counted from now, as Nomad does: a task restored or
 			// re-watched after joining a deployment must stay up a full
 			// min_healthy_time under watch.
-			armedFor = latest
+			armedFor, armed = mark, true
 			healthyAt = clock.After(s.minHealthy)
 		}
 		select {
@@ -220,19 +260,24 @@ func (h *healthHook) watch(ctx context.Context, deploymentID string, s healthSet
 			return
 		case <-kick:
 		case <-deadline:
-			ar.logger.Info("allocation unhealthy: healthy deadline passed", zap.String("deployment_id", deploymentID),
+			reason := "healthy deadline passed"
+			if s.checks {
+				if _, passing := ar.checks.Passing(); !passing {
+					reason = "healthy deadline passed with failing checks"
+				}
+			}
+			ar.logger.Info("allocation unhealthy: "+reason, zap.String("deployment_id", deploymentID),
 				zap.Duration("healthy_deadline", s.deadline))
 			ar.setHealth(deploymentID, false)
 			return
 		case <-healthyAt:
-			_, allRunning, latest := judgeTaskHealth(ar.taskList())
-			if allRunning && latest.Equal(armedFor) {
+			if _, ok, mark := h.judge(s); ok && mark.same(armedFor) {
 				ar.logger.Info("allocation healthy", zap.String("deployment_id", deploymentID),
-					zap.Duration("min_healthy_time", s.minHealthy))
+					zap.Duration("min_healthy_time", s.minHealthy), zap.Bool("checks", s.checks))
 				ar.setHealth(deploymentID, true)
 				return
 			}
-			healthyAt, armedFor = nil, time.Time{}
+			healthyAt, armed = nil, false
 		}
 	}
 }

@@ -70,7 +70,7 @@ func TestTaskEnvPorts(t *testing.T) {
 				{Label: "http", Value: 21005, HostIP: "10.1.2.3"},
 				{Label: "db-admin", Value: 8080, To: 80, HostIP: "10.1.2.3"},
 			}}}}
-	env := buildTaskEnv(alloc, &structs.Task{Name: "t"}, AllocDir{}, TaskDir{}, nil, nil, drivers.FSIsolationNone).vars
+	env := buildTaskEnv(alloc, &structs.Task{Name: "t"}, AllocDir{}, TaskDir{}, nil, nil, drivers.FSIsolationNone, nil).vars
 	for k, v := range map[string]string{
 		"NOMAD_PORT_http": "21005", "NOMAD_HOST_PORT_http": "21005", "NOMAD_ALLOC_PORT_http": "21005",
 		"NOMAD_IP_http": "10.1.2.3", "NOMAD_HOST_IP_http": "10.1.2.3",
@@ -82,6 +82,33 @@ func TestTaskEnvPorts(t *testing.T) {
 		if env[k] != v {
 			t.Errorf("%s = %q, want %q", k, env[k], v)
 		}
+	}
+}
+
+// In its own network namespace (bridge mode), the task also gets the
+// namespace's address of each port, as Nomad sets NOMAD_ALLOC_IP_ and
+// NOMAD_ALLOC_ADDR_; host-mode tasks do not.
+func TestTaskEnvBridgePorts(t *testing.T) {
+	alloc := &structs.Allocation{ID: "a1b2c3d4-0000-0000-0000-000000000000", Name: "web.g[0]", JobID: "web", TaskGroup: "g",
+		AllocatedResources: &structs.AllocatedResources{Shared: structs.AllocatedSharedResources{
+			Ports: []structs.AllocatedPortMapping{
+				{Label: "http", Value: 21005, To: 8080, HostIP: "10.1.2.3"},
+				{Label: "admin", Value: 21006, HostIP: "10.1.2.3"},
+			}}}}
+	iso := &drivers.NetworkIsolation{Mode: drivers.NetworkIsolationModeGroup, SandboxID: "c1", IP: "172.17.0.5"}
+	env := buildTaskEnv(alloc, &structs.Task{Name: "t"}, AllocDir{}, TaskDir{}, nil, nil, drivers.FSIsolationImage, iso).vars
+	for k, v := range map[string]string{
+		"NOMAD_PORT_http": "8080", "NOMAD_HOST_PORT_http": "21005", "NOMAD_ALLOC_PORT_http": "8080",
+		"NOMAD_ADDR_http": "10.1.2.3:21005", "NOMAD_ALLOC_IP_http": "172.17.0.5", "NOMAD_ALLOC_ADDR_http": "172.17.0.5:8080",
+		"NOMAD_PORT_admin": "21006", "NOMAD_ALLOC_ADDR_admin": "172.17.0.5:21006",
+	} {
+		if env[k] != v {
+			t.Errorf("%s = %q, want %q", k, env[k], v)
+		}
+	}
+	host := buildTaskEnv(alloc, &structs.Task{Name: "t"}, AllocDir{}, TaskDir{}, nil, nil, drivers.FSIsolationImage, nil).vars
+	if v, ok := host["NOMAD_ALLOC_IP_http"]; ok {
+		t.Errorf("host mode: NOMAD_ALLOC_IP_http = %q, want unset", v)
 	}
 }
 

@@ -66,7 +66,7 @@ type taskEnv struct {
 // task sees them under its driver's filesystem isolation), then the task's
 // own env block, whose values may interpolate ${VAR}, ${node.*}, ${attr.*}
 // and ${meta.*}.
-func buildTaskEnv(alloc *structs.Allocation, task *structs.Task, ad AllocDir, td TaskDir, node *structs.Node, hostEnv []string, fsi drivers.FSIsolation) *taskEnv {
+func buildTaskEnv(alloc *structs.Allocation, task *structs.Task, ad AllocDir, td TaskDir, node *structs.Node, hostEnv []string, fsi drivers.FSIsolation, network *drivers.NetworkIsolation) *taskEnv {
 	if fsi == drivers.FSIsolationImage {
 		hostEnv = nil
 	}
@@ -121,6 +121,7 @@ func buildTaskEnv(alloc *structs.Allocation, task *structs.Task, ad AllocDir, td
 	}
 	setMeta(set, task.Meta)
 	setPorts(vars, alloc.AllocatedResources)
+	setAllocNetwork(vars, alloc.AllocatedResources, network)
 	if r := task.Resources; r != nil {
 		set(envCPULimit, strconv.Itoa(r.CPU))
 		set(envMemoryLimit, strconv.Itoa(r.MemoryMB))
@@ -185,6 +186,25 @@ func setPorts(vars map[string]string, ar *structs.AllocatedResources) {
 		vars["NOMAD_PORT_"+l] = inTask
 		vars["NOMAD_ALLOC_PORT_"+l] = inTask
 		vars["NOMAD_HOST_PORT_"+l] = host
+	}
+}
+
+// setAllocNetwork adds, for an alloc in its own network namespace (bridge
+// mode) whose address is known, Nomad's variables of each port inside it:
+// NOMAD_ALLOC_IP_L (the namespace's address) and NOMAD_ALLOC_ADDR_L
+// (that address and the port inside, `to` or the host port's number).
+// Tasks of the group reach each other on localhost at NOMAD_PORT_L too.
+func setAllocNetwork(vars map[string]string, ar *structs.AllocatedResources, n *drivers.NetworkIsolation) {
+	if ar == nil || n == nil || n.IP == "" {
+		return
+	}
+	for _, p := range ar.Shared.Ports {
+		l, inside := structs.EnvLabel(p.Label), p.Value
+		if p.To > 0 {
+			inside = p.To
+		}
+		vars["NOMAD_ALLOC_IP_"+l] = n.IP
+		vars["NOMAD_ALLOC_ADDR_"+l] = net.JoinHostPort(n.IP, strconv.Itoa(inside))
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
+	"github.com/drover-sched/drover/tasktemplate"
 )
 
 // Kill defaults.
@@ -39,6 +40,9 @@ type taskRunner struct {
 	hooks    []taskHook
 	// notify tells the alloc runner that the task's state changed.
 	notify func()
+	// network returns the alloc's network namespace (bridge mode), nil
+	// in host mode.
+	network func() *drivers.NetworkIsolation
 
 	mu    sync.Mutex
 	state *structs.TaskState
@@ -69,9 +73,11 @@ type taskRunner struct {
 	// restartCh carries a restart request (a user's, or a template's
 	// change_mode) to the running launch's watch.
 	restartCh chan restartRequest
-	// restartReason is the reason of the restart being carried out
-	// (only the run goroutine touches it).
-	restartReason string
+	// restartReason is the reason of the restart being carried out and
+	// restartFailure whether it answers a failure (only the run goroutine
+	// touches them).
+	restartReason  string
+	restartFailure bool
 
 	waitCh chan struct{}
 }
@@ -100,6 +106,7 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h
 		taskDir:        ar.allocDir.TaskDir(task.Name),
 		restarts:       newTaskRestartTracker(task, policy, jobType, ar.agent.clock),
 		notify:         ar.taskStateChanged,
+		network:        ar.networkIsolation,
 		state:          st,
 		restoredHandle: h,
 		handle:         h,
@@ -117,22 +124,41 @@ func newTaskRunner(ar *allocRunner, task *structs.Task, st *structs.TaskState, h
 type restartRequest struct {
 	event  *structs.TaskEvent
 	reason string
+	// failure: the restart answers a failure (a check_restart), so it
+	// goes through the restart policy (an attempt, its delay; the task
+	// fails when the attempts are used up), as Nomad's failure restarts.
+	failure bool
 }
 
 // initHooks builds the task's hook list, adding a hook only when the task
 // uses its feature: the task dir and environment always, then host
-// volumes, artifacts (fetched before templates, which may read them),
-// templates.
+// volumes, the dispatch payload, artifacts (fetched before templates,
+// which may read them), templates, services (when the control plane has
+// a service registry).
 func (tr *taskRunner) initHooks() []taskHook {
 	hooks := []taskHook{&taskDirHook{}, &taskEnvHook{}}
 	if len(tr.task.VolumeMounts) > 0 {
 		hooks = append(hooks, &volumeHook{})
 	}
+	if tr.task.DispatchPayload != nil {
+		hooks = append(hooks, &dispatchPayloadHook{})
+	}
 	if len(tr.task.Artifacts) > 0 {
 		hooks = append(hooks, newArtifactHook(tr.logger))
 	}
 	if len(tr.task.Templates) > 0 {
-		hooks = append(hooks, newTemplateHook(tr.logger, tr, tr.agent.services))
+		var services tasktemplate.ServiceLookup
+		if templatesReadServices(tr.task.Templates) {
+			services = tr.agent.services // only these watch the registry
+		}
+		hooks = append(hooks, newTemplateHook(tr.logger, tr, services))
+	}
+	// Services last: they register with the environment the hooks
+	// before them built.
+	if reg, ok := tr.agent.cp.(ServiceRegistry); ok && tr.alloc.Job != nil {
+		if svcs := taskServices(tr.alloc.Job.LookupTaskGroup(tr.alloc.TaskGroup), tr.task); len(svcs) > 0 {
+			hooks = append(hooks, newServiceHook(tr.logger, reg, tr.agent.nodeID, svcs))
+		}
 	}
 	return hooks
 }
@@ -364,6 +390,16 @@ func (tr *taskRunner) run(ctx context.Context) {
 			if ex != nil {
 				tr.update("", terminatedEvent(ex))
 			}
+			if tr.restartFailure {
+				// A failure restart (check_restart) is the restart
+				// policy's to decide, as an exit with an error.
+				tr.logger.Info("restarting task after a failure", zap.String("reason", tr.restartReason))
+				dec, delay, reason := tr.restarts.next(false, false)
+				if !tr.afterRun(ctx, dec, delay, reason) {
+					return
+				}
+				continue
+			}
 			tr.logger.Info("restarting task on request", zap.String("reason", tr.restartReason))
 			tr.update(structs.TaskStatePending, restartingEvent(tr.restartReason, 0))
 			continue
@@ -499,6 +535,7 @@ func (tr *taskRunner) prestartRequest(d drivers.Driver) *taskPrestartRequest {
 		Node:         tr.agent.Node(),
 		Capabilities: d.Capabilities(),
 		HostEnv:      agentEnviron(),
+		Network:      tr.network(),
 		Emit:         func(ev *structs.TaskEvent) { tr.update("", ev) },
 		Done:         tr.waitCh,
 	}
@@ -550,6 +587,7 @@ func (tr *taskRunner) taskConfig(id string) *drivers.TaskConfig {
 	if ar := tr.alloc.AllocatedResources; ar != nil && len(ar.Shared.Ports) > 0 {
 		cfg.Ports = append([]structs.AllocatedPortMapping(nil), ar.Shared.Ports...)
 	}
+	cfg.Network = tr.network()
 	cfg.Events = func(msg string) { tr.update("", driverMessageEvent(msg)) }
 	return cfg
 }
@@ -609,7 +647,7 @@ func (tr *taskRunner) watch(ctx context.Context) (*drivers.ExitResult, watchOutc
 		tr.finishKilled(tr.killTask(exitCh, tr.takeKillEvent()))
 		return nil, outcomeKilled
 	case req := <-tr.restartCh:
-		tr.restartReason = req.reason
+		tr.restartReason, tr.restartFailure = req.reason, req.failure
 		return tr.killTask(exitCh, req.event), outcomeRestart
 	case <-ctx.Done():
 		return nil, outcomeDetached
@@ -631,6 +669,21 @@ func (tr *taskRunner) restartFor(ev *structs.TaskEvent, reason string) error {
 	}
 	select {
 	case tr.restartCh <- restartRequest{event: ev, reason: reason}:
+	default: // one pending request is enough
+	}
+	return nil
+}
+
+// restartForFailure asks the running task to restart because it failed
+// (ev, "Restart Signaled", names why): unlike Restart, the restart policy
+// decides what follows, so it uses an attempt and waits its delay, and
+// fails the task once the attempts are used up.
+func (tr *taskRunner) restartForFailure(ev *structs.TaskEvent) error {
+	if tr.State().State != structs.TaskStateRunning || tr.killRequested() || tr.handleID() == "" {
+		return fmt.Errorf("task %q is not running: %w", tr.task.Name, fs.ErrInvalid)
+	}
+	select {
+	case tr.restartCh <- restartRequest{event: ev, failure: true}:
 	default: // one pending request is enough
 	}
 	return nil
@@ -684,6 +737,11 @@ func (tr *taskRunner) killTask(exitCh <-chan *drivers.ExitResult, pre *structs.T
 	timeout := tr.task.KillTimeout
 	if timeout <= 0 {
 		timeout = DefaultKillTimeout
+	}
+	for _, h := range tr.hooks {
+		if p, ok := h.(taskPreKillHook); ok {
+			p.PreKill(tr.task)
+		}
 	}
 	if delay := tr.shutdownDelay(); delay > 0 {
 		// Nomad's shutdown_delay: the task keeps running this long after

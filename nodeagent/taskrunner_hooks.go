@@ -15,7 +15,7 @@ import (
 //	    (a recoverable prestart failure goes to the restart policy too)
 //	in-place alloc update ─▶ update hooks (templates re-render; their
 //	    change_mode restarts or signals the running task)
-//	kill: shutdown delay ─▶ driver.Stop (signal, kill after the timeout)
+//	kill: prekill hooks ─▶ shutdown delay ─▶ driver.Stop (signal, kill after the timeout)
 //	    ─▶ stop hooks ─▶ dead
 //	agent restart: driver.Recover(handle) ─▶ driver.Wait ...
 //
@@ -39,6 +39,9 @@ type taskPrestartRequest struct {
 	Capabilities drivers.Capabilities
 	// HostEnv is the agent's environment.
 	HostEnv []string
+	// Network is the alloc's network namespace (bridge mode), nil in
+	// host mode.
+	Network *drivers.NetworkIsolation
 	// Emit records a task event.
 	Emit func(*structs.TaskEvent)
 	// Done is closed when the task runner is done (the task is dead, or
@@ -104,6 +107,13 @@ type taskExitedHook interface {
 	Exited(task *structs.Task, ex *drivers.ExitResult) error
 }
 
+// taskPreKillHook runs when the task is told to stop, before its
+// shutdown delay and kill signal (services deregister here).
+type taskPreKillHook interface {
+	taskHook
+	PreKill(task *structs.Task)
+}
+
 // taskStopHook runs when the task is killed.
 type taskStopHook interface {
 	taskHook
@@ -132,6 +142,6 @@ type taskEnvHook struct{}
 func (*taskEnvHook) Name() string { return "task_env" }
 
 func (*taskEnvHook) Prestart(req *taskPrestartRequest, resp *taskPrestartResponse) error {
-	resp.Env = buildTaskEnv(req.Alloc, req.Task, req.AllocDir, req.TaskDir, req.Node, req.HostEnv, req.Capabilities.FSIsolation)
+	resp.Env = buildTaskEnv(req.Alloc, req.Task, req.AllocDir, req.TaskDir, req.Node, req.HostEnv, req.Capabilities.FSIsolation, req.Network)
 	return nil
 }

@@ -144,7 +144,7 @@ func (h *templateHook) Update(alloc *structs.Allocation, task *structs.Task) {
 		return
 	}
 	r := h.req
-	env := buildTaskEnv(alloc, task, r.AllocDir, r.TaskDir, r.Node, r.HostEnv, r.Capabilities.FSIsolation)
+	env := buildTaskEnv(alloc, task, r.AllocDir, r.TaskDir, r.Node, r.HostEnv, r.Capabilities.FSIsolation, r.Network)
 	if maps.Equal(env.vars, h.env.vars) {
 		return
 	}

@@ -121,7 +121,11 @@ func (np *nodePorts) assign(g *groupPorts, n *structs.Node, rng *rand.Rand) ([]*
 	if host != nil {
 		ip, device = host.IP, host.Device
 	}
-	out := &structs.NetworkResource{Mode: structs.NetworkModeHost, Device: device, IP: ip, MBits: g.network.MBits}
+	mode := g.network.Mode
+	if mode == "" {
+		mode = structs.NetworkModeHost
+	}
+	out := &structs.NetworkResource{Mode: mode, Device: device, IP: ip, MBits: g.network.MBits, Hostname: g.network.Hostname}
 	var ports []structs.AllocatedPortMapping
 	for _, p := range g.network.ReservedPorts {
 		np.take(p.Value)

@@ -194,3 +194,21 @@ func TestNetworkChangeIsDestructive(t *testing.T) {
 		t.Fatalf("count change with the same ports: update kind %v, want in place", kind)
 	}
 }
+
+// A bridge-mode group's alloc gets host ports on the node as a host-mode
+// one does, and its network keeps the mode and hostname (the node agent
+// and `nomad alloc status` read them).
+func TestBridgeNetworkKeepsItsMode(t *testing.T) {
+	j := portJob(1, map[string]int{"http": 8080})
+	j.TaskGroups[0].Networks[0].Mode, j.TaskGroups[0].Networks[0].Hostname = "bridge", "web-1"
+	p := NewPlacer(j, cands(netNode("n1", 20000, 20010, "")), nil, Options{EvalID: "e1"})
+	opt, _ := p.PlaceAlloc(j.TaskGroups[0], "", nil)
+	if opt == nil {
+		t.Fatal("not placed")
+	}
+	wantNet := []*structs.NetworkResource{{Mode: "bridge", Hostname: "web-1", Device: "eth0", IP: "10.0.0.1",
+		ReservedPorts: []structs.Port{{Label: "http", Value: 8080, HostNetwork: "default"}}}}
+	if !reflect.DeepEqual(opt.Networks, wantNet) {
+		t.Fatalf("networks %+v", opt.Networks[0])
+	}
+}

@@ -81,6 +81,12 @@ type Placer struct {
 	// properties count live allocs per value of each distinct_property
 	// target.
 	properties []*propertyCount
+	// spreadCounts count live allocs per value of each group's spread
+	// attributes (by group index, then the group's spreads in order);
+	// lowestSpreadBoost is the lowest targeted spread boost seen, the
+	// score of a 0% target (preferences.go).
+	spreadCounts      [][]*spreadCount
+	lowestSpreadBoost float64
 	// rng draws dynamic ports (network.go); nil until first used.
 	rng *rand.Rand
 }
@@ -120,7 +126,7 @@ func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocati
 	p := &Placer{
 		job: job, opts: opts, byID: make(map[string]*nodeState, len(nodes)), cc: newConstraintChecker(), classes: newNodeClasses(),
 		available: map[string]int{}, groupIndex: make(map[string]int, len(job.TaskGroups)),
-		groups: map[*structs.TaskGroup]*groupPlan{},
+		groups: map[*structs.TaskGroup]*groupPlan{}, lowestSpreadBoost: -1,
 	}
 	for i, tg := range job.TaskGroups {
 		p.groupIndex[tg.Name] = i
@@ -150,6 +156,7 @@ func NewPlacer(job *structs.Job, nodes []NodeCandidate, live []*structs.Allocati
 		p.order = append(p.order, ns)
 	}
 	p.properties = newPropertyCounts(job, p.groupIndex)
+	p.spreadCounts = newSpreadCounts(job)
 	for _, a := range live {
 		if ns, ok := p.byID[a.NodeID]; ok && !a.TerminalStatus() {
 			p.count(ns, a.TaskGroup, 1)
@@ -172,6 +179,11 @@ func (p *Placer) count(ns *nodeState, group string, delta int) {
 	ns.jobAllocs += delta
 	for _, pc := range p.properties {
 		pc.add(ns.node, gi, known, delta)
+	}
+	if known && p.spreadCounts != nil {
+		for _, sc := range p.spreadCounts[gi] {
+			sc.add(ns.node, delta)
+		}
 	}
 }
 
@@ -225,8 +237,9 @@ func (p *Placer) PlaceAlloc(tg *structs.TaskGroup, preferNode string, penalize m
 	var top topScores
 	var pick *nodeState
 	if ns := p.byID[preferNode]; preferNode != "" && ns != nil && ns.candidate {
-		if s, ok := p.consider(g, ns, penalize, m); ok {
-			top.add(s)
+		var s score
+		if p.consider(g, ns, penalize, m, &s) {
+			top.add(&s)
 			pick = ns
 		} else {
 			m = p.newMetric()
@@ -270,11 +283,11 @@ func (p *Placer) PlaceOn(tg *structs.TaskGroup, nodeID string) (*Option, *struct
 		return nil, m
 	}
 	var top topScores
-	s, ok := p.consider(g, ns, nil, m)
-	if !ok {
+	var s score
+	if !p.consider(g, ns, nil, m, &s) {
 		return nil, m
 	}
-	top.add(s)
+	top.add(&s)
 	m.ScoreMetaData = top.meta()
 	return p.take(g, ns), m
 }
@@ -295,8 +308,8 @@ func (p *Placer) newMetric() *structs.AllocMetric {
 }
 
 // consider checks one candidate for an alloc of g: feasibility, then room,
-// then its score. It counts the node in m.
-func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool, m *structs.AllocMetric) (score, bool) {
+// then its score, written to s. It counts the node in m.
+func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool, m *structs.AllocMetric, s *score) bool {
 	m.NodesEvaluated++
 	if reason := p.infeasible(g, ns); reason != "" {
 		m.NodesFiltered++
@@ -304,7 +317,7 @@ func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool,
 			m.ConstraintFiltered = map[string]int{}
 		}
 		m.ConstraintFiltered[reason]++
-		return score{}, false
+		return false
 	}
 	free := ns.capacity.Sub(ns.used)
 	if ok, dim := free.Superset(g.ask); !ok {
@@ -313,7 +326,7 @@ func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool,
 			m.DimensionExhausted = map[string]int{}
 		}
 		m.DimensionExhausted[dim]++
-		return score{}, false
+		return false
 	}
 	if g.ports != nil {
 		if ok, dim := p.portsOf(ns).fits(g.ports); !ok {
@@ -322,10 +335,14 @@ func (p *Placer) consider(g *groupPlan, ns *nodeState, penalize map[string]bool,
 				m.DimensionExhausted = map[string]int{}
 			}
 			m.DimensionExhausted[dim]++
-			return score{}, false
+			return false
 		}
 	}
-	return g.score(ns, penalize[ns.node.ID]), true
+	g.score(s, ns, penalize[ns.node.ID])
+	if g.prefers {
+		p.scorePreferences(g, ns, s)
+	}
+	return true
 }
 
 // groupPlan is what placing an alloc of one task group needs, prepared
@@ -345,6 +362,22 @@ type groupPlan struct {
 	spread      bool                     // score by Nomad's spread fit, not binpack
 	ports       *groupPorts              // the group's network ask; nil without one
 	volumes     []*structs.VolumeRequest // the group's host volumes, by name
+	// limit is how many feasible nodes with room a placement of the
+	// group scores: the placer's, or wider for a group with affinities
+	// or spreads (preferences.go).
+	limit int
+	// prefers: the group has affinities or spreads.
+	prefers bool
+	// affinities apply to the group (job, group, tasks), with their
+	// comparisons as constraints and the sum of their absolute weights;
+	// affinityEscapes: one reads a value unique to a node, so the score
+	// is not cached per class in affinityByClass (NaN: not computed).
+	affinities          []*structs.Affinity
+	affinityConstraints []*structs.Constraint
+	affinityWeights     float64
+	affinityEscapes     bool
+	affinityByClass     []float64
+	spreads             []*spreadPlan
 }
 
 func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
@@ -365,6 +398,8 @@ func (p *Placer) group(tg *structs.TaskGroup) *groupPlan {
 	g.distinct, g.jobLevel = distinctHostsScope(p.job, tg)
 	g.limits = distinctPropertyLimits(p.job, tg, p.properties)
 	g.volumes = hostVolumeRequests(tg)
+	g.limit = p.limit
+	p.preparePreferences(g)
 	p.groups[tg] = g
 	return g
 }

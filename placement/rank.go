@@ -17,14 +17,16 @@ type score struct {
 	binpack      float64
 	antiAffinity float64 // 0 when the node holds none of the group's allocs
 	penalized    bool
+	affinity     float64 // node-affinity; 0 without a match (preferences.go)
+	spread       float64 // allocation-spread; 0 when neutral
 	norm         float64
 }
 
 // score ranks a feasible node with room: Nomad's bin-packing fit (fuller
 // is better) averaged with its job anti-affinity penalty (spread a group's
 // allocs) and the reschedule penalty.
-func (g *groupPlan) score(ns *nodeState, penalized bool) score {
-	s := score{node: ns, binpack: binPackScore(ns.capacity, ns.used.Add(g.ask)), penalized: penalized}
+func (g *groupPlan) score(s *score, ns *nodeState, penalized bool) {
+	*s = score{node: ns, binpack: binPackScore(ns.capacity, ns.used.Add(g.ask)), penalized: penalized}
 	if g.spread {
 		s.binpack = 1 - s.binpack // Nomad's ScoreFitSpread mirrors the bin-packing fit
 	}
@@ -41,7 +43,34 @@ func (g *groupPlan) score(ns *nodeState, penalized bool) score {
 		n++
 	}
 	s.norm = total / n
-	return s
+}
+
+// scorePreferences adds the node-affinity and allocation-spread scores of
+// g's preferences to s, each joining the average when not 0 (Nomad's
+// ScoreNormalizationIterator averages the scores its rankers append).
+func (p *Placer) scorePreferences(g *groupPlan, ns *nodeState, s *score) {
+	total, n := s.binpack, 1.0
+	if s.antiAffinity != 0 {
+		total += s.antiAffinity
+		n++
+	}
+	if s.penalized {
+		total--
+		n++
+	}
+	if len(g.affinities) > 0 {
+		if s.affinity = p.affinityScore(g, ns); s.affinity != 0 {
+			total += s.affinity
+			n++
+		}
+	}
+	if len(g.spreads) > 0 {
+		if s.spread = p.spreadScore(g, ns); s.spread != 0 {
+			total += s.spread
+			n++
+		}
+	}
+	s.norm = total / n
 }
 
 // ln10 turns 10^x into e^(x ln 10), cheaper than math.Pow.
@@ -74,7 +103,7 @@ type topScores struct {
 	n    int
 }
 
-func (t *topScores) add(s score) {
+func (t *topScores) add(s *score) {
 	i := t.n
 	for i > 0 && t.best[i-1].norm < s.norm {
 		i--
@@ -84,7 +113,7 @@ func (t *topScores) add(s score) {
 	}
 	t.n = min(t.n+1, maxScoreMetaData)
 	copy(t.best[i+1:t.n], t.best[i:t.n-1])
-	t.best[i] = s
+	t.best[i] = *s
 }
 
 // meta returns the kept scores as the metrics' NodeScoreMeta, with
@@ -103,6 +132,12 @@ func (t *topScores) meta() []*structs.NodeScoreMeta {
 		}
 		if s.penalized {
 			scores["node-reschedule-penalty"] = -1
+		}
+		if s.affinity != 0 {
+			scores["node-affinity"] = s.affinity
+		}
+		if s.spread != 0 {
+			scores["allocation-spread"] = s.spread
 		}
 		metas[i] = structs.NodeScoreMeta{NodeID: s.node.node.ID, Scores: scores, NormScore: s.norm}
 		out[i] = &metas[i]

@@ -56,20 +56,22 @@ func shuffle(nodes []*nodeState, evalID string) {
 // sample chooses the node for one alloc of g: the recent nodes, then the
 // walk. It returns nil when no node is feasible with room.
 func (p *Placer) sample(g *groupPlan, penalize map[string]bool, m *structs.AllocMetric, top *topScores) *nodeState {
-	var best score
-	consider := func(s score) {
+	var best *nodeState
+	var bestNorm float64
+	var s score
+	consider := func(s *score) {
 		top.add(s)
-		if best.node == nil || s.norm > best.norm {
-			best = s
+		if best == nil || s.norm > bestNorm {
+			best, bestNorm = s.node, s.norm
 		}
 	}
 	p.samples++
 	kept := p.recent[:0]
 	for _, ns := range p.recent {
 		ns.sampled = p.samples
-		if s, ok := p.consider(g, ns, penalize, m); ok {
+		if p.consider(g, ns, penalize, m, &s) {
 			kept = append(kept, ns)
-			consider(s)
+			consider(&s)
 		} else {
 			ns.recent = false
 		}
@@ -79,38 +81,37 @@ func (p *Placer) sample(g *groupPlan, penalize map[string]bool, m *structs.Alloc
 
 	var skipped [maxSkip]score
 	nskipped, scored, visited := 0, 0, 0
-	for visited < len(p.order) && scored < p.limit {
+	for visited < len(p.order) && scored < g.limit {
 		ns := p.order[(p.offset+visited)%len(p.order)]
 		visited++
 		if ns.sampled == p.samples {
 			continue // a recent node, looked at above
 		}
-		s, ok := p.consider(g, ns, penalize, m)
-		if !ok {
+		if !p.consider(g, ns, penalize, m, &s) {
 			continue
 		}
 		if s.norm <= skipScoreThreshold && nskipped < maxSkip {
-			top.add(s)
+			top.add(&s)
 			skipped[nskipped] = s
 			nskipped++
 			continue
 		}
 		scored++
-		consider(s)
+		consider(&s)
 	}
 	if len(p.order) > 0 {
 		p.offset = (p.offset + visited) % len(p.order)
 	}
 	// The walk ran out of nodes: the poor ones compete too.
-	for _, s := range skipped[:min(nskipped, p.limit-scored)] {
-		if best.node == nil || s.norm > best.norm {
-			best = s
+	for i := range skipped[:min(nskipped, g.limit-scored)] {
+		if best == nil || skipped[i].norm > bestNorm {
+			best, bestNorm = skipped[i].node, skipped[i].norm
 		}
 	}
-	if best.node != nil {
-		p.remember(best.node)
+	if best != nil {
+		p.remember(best)
 	}
-	return best.node
+	return best
 }
 
 // remember makes ns one of the recent nodes, replacing the oldest when
@@ -133,16 +134,17 @@ func (p *Placer) remember(ns *nodeState) {
 // exhaustive scores every candidate, in node ID order, and returns the
 // best (the first of equals), or nil.
 func (p *Placer) exhaustive(g *groupPlan, penalize map[string]bool, m *structs.AllocMetric, top *topScores) *nodeState {
-	var best score
+	var best *nodeState
+	var bestNorm float64
+	var s score
 	for _, ns := range p.order {
-		s, ok := p.consider(g, ns, penalize, m)
-		if !ok {
+		if !p.consider(g, ns, penalize, m, &s) {
 			continue
 		}
-		top.add(s)
-		if best.node == nil || s.norm > best.norm {
-			best = s
+		top.add(&s)
+		if best == nil || s.norm > bestNorm {
+			best, bestNorm = ns, s.norm
 		}
 	}
-	return best.node
+	return best
 }

@@ -26,11 +26,17 @@ import (
 //   - the group: its number of tasks or their names, its ephemeral disk
 //     (size, sticky, migrate), its network block (mode, ports: the
 //     ports a task was started with), its restart policy's
-//     render_templates, its volume blocks;
+//     render_templates, its volume blocks, its service blocks (Nomad
+//     updates services in place; drover re-registers them by replacing
+//     the alloc);
 //   - per task: driver, user, driver config, env, resources (CPU, cores,
 //     memory, memory max), lifecycle (hook, sidecar), whether logging is
 //     disabled, the restart policy's render_templates, templates,
-//     artifacts, volume mounts (as Nomad's tasksUpdated);
+//     artifacts, volume mounts (as Nomad's tasksUpdated), services;
+//   - placement preferences: the affinities (job, group and task level)
+//     or spreads (job and group level) that apply to the group, as
+//     Nomad's tasksUpdated (an alloc placed under other preferences is
+//     placed again);
 //   - meta: the task's combined job + group + task meta (tasks see it as
 //     NOMAD_META_* environment variables);
 //   - placement: constraints at job, group or task level, datacenters and
@@ -121,7 +127,10 @@ func destructiveChange(oldJob *structs.Job, oldTG *structs.TaskGroup, newJob *st
 		!ephemeralDiskEqual(oldTG.EphemeralDisk, newTG.EphemeralDisk),
 		!structs.NetworksEqual(oldTG.Networks, newTG.Networks),
 		rendersTemplates(oldTG.RestartPolicy) != rendersTemplates(newTG.RestartPolicy),
-		!reflect.DeepEqual(oldTG.Volumes, newTG.Volumes):
+		!reflect.DeepEqual(oldTG.Volumes, newTG.Volumes),
+		!reflect.DeepEqual(oldTG.Services, newTG.Services),
+		!preferencesEqual(groupAffinities(oldJob, oldTG), groupAffinities(newJob, newTG)),
+		!preferencesEqual(groupSpreads(oldJob, oldTG), groupSpreads(newJob, newTG)):
 		return true
 	}
 	for _, ot := range oldTG.Tasks {
@@ -165,7 +174,8 @@ func taskChanged(a, b *structs.Task) bool {
 		rendersTemplates(a.RestartPolicy) != rendersTemplates(b.RestartPolicy) ||
 		!reflect.DeepEqual(a.Templates, b.Templates) ||
 		!reflect.DeepEqual(a.Artifacts, b.Artifacts) ||
-		!reflect.DeepEqual(a.VolumeMounts, b.VolumeMounts)
+		!reflect.DeepEqual(a.VolumeMounts, b.VolumeMounts) ||
+		!reflect.DeepEqual(a.Services, b.Services)
 }
 
 // configEqual compares driver configs (JSON values); nil and empty are
@@ -224,4 +234,10 @@ func combinedMeta(job *structs.Job, tg *structs.TaskGroup, task *structs.Task) m
 	maps.Copy(out, tg.Meta)
 	maps.Copy(out, task.Meta)
 	return out
+}
+
+// preferencesEqual compares affinity or spread lists by value, nil and
+// empty alike.
+func preferencesEqual[T any](a, b []*T) bool {
+	return len(a) == len(b) && (len(a) == 0 || reflect.DeepEqual(a, b))
 }

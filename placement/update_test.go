@@ -71,6 +71,21 @@ func TestUpdateType(t *testing.T) {
 		{name: "priority", change: func(j *structs.Job) { j.Priority = 70 }, want: inplace},
 		{name: "max client disconnect", change: func(j *structs.Job) { d := time.Minute; j.TaskGroups[0].MaxClientDisconnect = &d }, want: inplace},
 		{name: "driver", change: func(j *structs.Job) { j.TaskGroups[0].Tasks[0].Driver = "exec" }, want: destructive},
+		// Placement preferences, as Nomad's tasksUpdated (affinitiesUpdated,
+		// spreadsUpdated).
+		{name: "job affinity", change: func(j *structs.Job) {
+			j.Affinities = []*structs.Affinity{{LTarget: "${node.class}", Operand: "=", RTarget: "large", Weight: 50}}
+		}, want: destructive},
+		{name: "task affinity", change: func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[1].Affinities = []*structs.Affinity{{LTarget: "${node.class}", Operand: "=", RTarget: "large", Weight: -50}}
+		}, want: destructive},
+		{name: "group spread", change: func(j *structs.Job) {
+			j.TaskGroups[0].Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
+		}, want: destructive},
+		{name: "job spread", change: func(j *structs.Job) {
+			j.Spreads = []*structs.Spread{{Attribute: "${node.datacenter}", Weight: 50}}
+		}, want: destructive},
+		{name: "empty affinity list", change: func(j *structs.Job) { j.Affinities = []*structs.Affinity{} }, want: inplace},
 		{name: "template data", change: func(j *structs.Job) {
 			j.TaskGroups[0].Tasks[0].Templates = []*structs.Template{{DestPath: "local/x", EmbeddedTmpl: "v2"}}
 		}, want: destructive},
@@ -79,6 +94,12 @@ func TestUpdateType(t *testing.T) {
 		}, want: destructive},
 		{name: "volume mount", change: func(j *structs.Job) {
 			j.TaskGroups[0].Tasks[0].VolumeMounts = []*structs.VolumeMount{{Volume: "d", Destination: "/d"}}
+		}, want: destructive},
+		{name: "group service", change: func(j *structs.Job) {
+			j.TaskGroups[0].Services = []*structs.Service{{Name: "web", Provider: structs.ServiceProviderNomad}}
+		}, want: destructive},
+		{name: "task service tags", change: func(j *structs.Job) {
+			j.TaskGroups[0].Tasks[0].Services = []*structs.Service{{Name: "web", Tags: []string{"v2"}}}
 		}, want: destructive},
 		{name: "group volume", change: func(j *structs.Job) {
 			j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"d": {Name: "d", Type: "host", Source: "d"}}

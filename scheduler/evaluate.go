@@ -30,6 +30,9 @@ type State interface {
 	JobSnapshot(ctx context.Context, namespace, jobID string) (*storage.JobSnapshot, error)
 	CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*storage.NodeUsage, error)
 	CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error)
+	// RegisterJob and Jobs launch the children of periodic jobs.
+	RegisterJob(ctx context.Context, req *storage.RegisterJobRequest) (*storage.RegisterJobResult, error)
+	Jobs(ctx context.Context, namespace, prefix string) ([]*structs.Job, error)
 }
 
 // Queue accepts evaluations to run: now, or at their WaitUntil.
@@ -212,6 +215,12 @@ func (e *Evaluator) compute(ctx context.Context, ev *structs.Evaluation, propose
 		byID[u.Node.ID] = u.Node
 	}
 	job := query.Job
+	if job.IsParent() {
+		// A periodic or parameterized parent runs nothing itself: its
+		// children do. Reconciled as stopped, it places nothing.
+		job = job.Copy()
+		job.Stop = true
+	}
 	jobType := ev.Type
 	if job != nil {
 		jobType = job.Type
@@ -260,6 +269,15 @@ func (e *Evaluator) evaluateOnce(ctx context.Context, ev *structs.Evaluation, at
 	out := &outcome{placed: built.Placed, stopped: len(plan.Stops), freedRoom: len(plan.Stops) > 0}
 	for _, q := range built.QueuedAllocations {
 		out.queued += q
+	}
+	if c.snap.Job.IsPeriodicActive() {
+		next, err := e.periodicStep(ctx, ev, c, e.logger().With(zap.String("eval_id", ev.ID), zap.String("job_id", ev.JobID), zap.String("namespace", ev.Namespace)))
+		if err != nil {
+			return nil, err
+		}
+		if next != nil {
+			plan.Evals = append(plan.Evals, next)
+		}
 	}
 	for _, f := range plan.Evals {
 		out.followups = append(out.followups, f)

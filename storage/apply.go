@@ -3,6 +3,7 @@ package storage
 import (
 	"bytes"
 	"encoding/json"
+	"slices"
 	"time"
 
 	"github.com/drover-sched/drover/structs"
@@ -128,4 +129,26 @@ func HealthDecided(prev, now *structs.AllocDeploymentStatus) (healthy, unhealthy
 		return 1, 0
 	}
 	return 0, 1
+}
+
+// CheckReservedPorts refuses placements on node n that take one of the
+// node's reserved host ports (ReservedResources.Networks, the agent's
+// reserved_ports): a *ConflictError naming the alloc and the port, as an
+// over-commit is. Placements that hold no resources are not checked.
+func CheckReservedPorts(n *structs.Node, placements []*structs.Allocation) error {
+	reserved := n.ReservedHostPorts()
+	if len(reserved) == 0 {
+		return nil
+	}
+	for _, a := range placements {
+		if !a.HoldsResources() {
+			continue
+		}
+		for _, p := range a.AllocatedResources.HostPorts() {
+			if _, found := slices.BinarySearch(reserved, p); found {
+				return Conflictf("placement of %s on node %s: host port %d is reserved on the node", a.Name, n.ID, p)
+			}
+		}
+	}
+	return nil
 }

@@ -78,6 +78,9 @@ const (
 	// TableACLTokens and TableACLPolicies are Nomad's ACL tables.
 	TableACLTokens   = "acl_token"
 	TableACLPolicies = "acl_policy"
+	// TableServiceRegistrations is Nomad's table of native service
+	// registrations.
+	TableServiceRegistrations = "service_registrations"
 )
 
 // RegisterJobRequest registers a new version of a job together with the
@@ -231,6 +234,11 @@ type Store interface {
 	// Jobs lists current jobs whose ID starts with prefix, in namespace
 	// ("" or "*" for all), sorted by namespace then ID.
 	Jobs(ctx context.Context, namespace, prefix string) ([]*structs.Job, error)
+	// SystemJobs lists the current jobs of type system and sysbatch, of
+	// every namespace (stopped ones included), sorted by namespace then
+	// ID: what a node that joins may have to run. Its cost grows with
+	// the number of such jobs, not with the number of all jobs.
+	SystemJobs(ctx context.Context) ([]*structs.Job, error)
 
 	// JobSnapshot reads what an evaluation of the job needs.
 	JobSnapshot(ctx context.Context, namespace, jobID string) (*JobSnapshot, error)
@@ -417,6 +425,32 @@ type Store interface {
 	BindNodeSecret(ctx context.Context, nodeID, secretHash string) error
 	// NodeSecretHash returns the hash bound to a node, or ErrNotFound.
 	NodeSecretHash(ctx context.Context, nodeID string) (string, error)
+
+	// Service registrations (Nomad's native service discovery). A
+	// registration is served only while its alloc is live
+	// (structs.ServiceRegistrationLive): the write that makes an alloc
+	// terminal or unknown removes its registrations (DynamoDB: see its
+	// README), and so does a node going down.
+
+	// UpsertServiceRegistrations writes registrations reported by nodeID's
+	// agent, in one write. A registration for another node's alloc is an
+	// error (ErrWrongNode); one whose alloc is missing or not live is
+	// skipped, so that a late report cannot bring it back. A registration
+	// equal to the stored one is left as is; a changed one keeps its
+	// CreateIndex.
+	UpsertServiceRegistrations(ctx context.Context, nodeID string, regs []*structs.ServiceRegistration) (uint64, error)
+	// DeleteServiceRegistrations removes registrations of nodeID's allocs
+	// by ID; unknown IDs, and another node's registrations, are skipped.
+	DeleteServiceRegistrations(ctx context.Context, nodeID string, ids []string) (uint64, error)
+	// DeleteServiceRegistration removes one registration of a service
+	// (Nomad's DELETE /v1/service/:name/:id), or ErrNotFound.
+	DeleteServiceRegistration(ctx context.Context, namespace, serviceName, id string) (uint64, error)
+	// ServiceRegistrations lists the registrations in namespace ("" or "*":
+	// all), sorted by namespace, service name and ID.
+	ServiceRegistrations(ctx context.Context, namespace string) ([]*structs.ServiceRegistration, error)
+	// ServiceRegistrationsByName lists one service's registrations in
+	// namespace, sorted by ID (none: an empty list, no error).
+	ServiceRegistrationsByName(ctx context.Context, namespace, serviceName string) ([]*structs.ServiceRegistration, error)
 
 	// Index returns the index of the last write to a table (Table*
 	// constants); 0 if never written.

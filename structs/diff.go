@@ -337,6 +337,9 @@ func diffList(name string, o, n []any, contextual bool) []*ObjectDiff {
 		return []*ObjectDiff{d}
 	}
 	elem := strings.TrimSuffix(name, "s")
+	if name == "Affinities" {
+		elem = "Affinity"
+	}
 	key := func(v any) string { b, _ := json.Marshal(v); return string(b) }
 	newSet, oldSet := map[string]bool{}, map[string]bool{}
 	for _, v := range n {

@@ -123,3 +123,26 @@ func TestDiffJobs(t *testing.T) {
 		t.Fatalf("new job: %+v", n)
 	}
 }
+
+// TestDiffAffinitiesAndSpreads: affinity and spread blocks diff as Nomad
+// names them: Affinity and Spread objects, the spread's SpreadTarget
+// objects inside.
+func TestDiffAffinitiesAndSpreads(t *testing.T) {
+	cur := diffTestJob()
+	next := diffTestJob()
+	next.Affinities = []*Affinity{{LTarget: "${node.class}", Operand: "=", RTarget: "large", Weight: 50}}
+	next.TaskGroups[0].Spreads = []*Spread{{Attribute: "${node.datacenter}", Weight: 100,
+		SpreadTarget: []*SpreadTarget{{Value: "dc1", Percent: 70}}}}
+	d := DiffJobs(cur, next, false)
+	a := findObject(d.Objects, "Affinity")
+	if a == nil || a.Type != DiffTypeAdded || findField(a.Fields, "Weight").New != "50" || findField(a.Fields, "RTarget").New != "large" {
+		t.Fatalf("affinity diff: %+v", d.Objects)
+	}
+	s := findObject(d.TaskGroups[0].Objects, "Spread")
+	if s == nil || s.Type != DiffTypeAdded || findField(s.Fields, "Attribute").New != "${node.datacenter}" {
+		t.Fatalf("spread diff: %+v", d.TaskGroups[0].Objects)
+	}
+	if st := findObject(s.Objects, "SpreadTarget"); st == nil || findField(st.Fields, "Percent").New != "70" {
+		t.Fatalf("spread target diff: %+v", s.Objects)
+	}
+}

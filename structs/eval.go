@@ -27,6 +27,7 @@ const (
 	EvalTriggerReconnect            = "reconnect"
 	EvalTriggerMaxPlans             = "max-plan-attempts"
 	EvalTriggerScaling              = "job-scaling"
+	EvalTriggerPeriodicJob          = "periodic-job"
 )
 
 // Evaluation is a request to reconcile one job: created by a registration,

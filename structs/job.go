@@ -54,7 +54,10 @@ type Job struct {
 	Datacenters []string // empty or ["*"] means every datacenter
 	NodePool    string
 	Constraints []*Constraint
-	TaskGroups  []*TaskGroup
+	// Affinities and Spreads are placement preferences for every group.
+	Affinities []*Affinity `json:",omitempty"`
+	Spreads    []*Spread   `json:",omitempty"`
+	TaskGroups []*TaskGroup
 	// Update is the job-level update strategy; groups inherit it when they
 	// set none (Nomad's canonicalization does the merge).
 	Update *UpdateStrategy `json:",omitempty"`
@@ -63,6 +66,28 @@ type Job struct {
 	// the job parser rejects the block until drover supports it.
 	Multiregion *Multiregion      `json:",omitempty"`
 	Meta        map[string]string `json:",omitempty"`
+	// Periodic makes the job a periodic parent: it runs nothing itself and
+	// launches a child job at each of its cron times (Nomad's periodic
+	// block).
+	Periodic *PeriodicConfig `json:",omitempty"`
+	// ParameterizedJob makes the job a parameterized parent: it runs
+	// nothing itself and is dispatched into child jobs (Nomad's
+	// parameterized block). A dispatched child keeps it, with Dispatched
+	// set.
+	ParameterizedJob *ParameterizedJobConfig `json:",omitempty"`
+	// ParentID is the periodic or parameterized job this job was launched
+	// or dispatched from ("" for a job the user registered).
+	ParentID string `json:",omitempty"`
+	// Dispatched marks a child dispatched from a parameterized job.
+	Dispatched bool `json:",omitempty"`
+	// DispatchIdempotencyToken is the token a dispatch was made with: a
+	// second dispatch with the same token, while this child is not dead,
+	// returns this child instead of a new one (Nomad's rule).
+	DispatchIdempotencyToken string `json:",omitempty"`
+	// Payload is a dispatched child's payload (base64 in JSON, at most
+	// DispatchPayloadSizeLimit bytes), written into the task dir of each
+	// task with a dispatch_payload block.
+	Payload []byte `json:",omitempty"`
 
 	// Server-side fields.
 
@@ -159,7 +184,10 @@ type TaskGroup struct {
 	Name        string
 	Count       int
 	Constraints []*Constraint
-	Tasks       []*Task
+	// Affinities and Spreads are the group's placement preferences.
+	Affinities []*Affinity `json:",omitempty"`
+	Spreads    []*Spread   `json:",omitempty"`
+	Tasks      []*Task
 	// Networks is the group's network block (at most one): its mode and
 	// the static and dynamic ports its allocs hold on their node.
 	Networks      []*NetworkResource `json:",omitempty"`
@@ -192,6 +220,8 @@ type TaskGroup struct {
 	Volumes map[string]*VolumeRequest `json:",omitempty"`
 	// Scaling is the group's scaling block: Min and Max bound its count.
 	Scaling *ScalingPolicy `json:",omitempty"`
+	// Services are the group's service blocks (registered for the alloc).
+	Services []*Service `json:",omitempty"`
 }
 
 // LookupTask returns the task with the given name, or nil.
@@ -231,8 +261,11 @@ type Task struct {
 	User      string
 	Lifecycle *TaskLifecycle `json:",omitempty"`
 	// Config is the driver's configuration (for raw_exec: command, args).
-	Config        map[string]any
-	Constraints   []*Constraint
+	Config      map[string]any
+	Constraints []*Constraint
+	// Affinities are the task's placement preferences (they apply to its
+	// group's allocations).
+	Affinities    []*Affinity `json:",omitempty"`
 	Env           map[string]string
 	Resources     *Resources
 	RestartPolicy *RestartPolicy    `json:",omitempty"`
@@ -253,6 +286,10 @@ type Task struct {
 	Artifacts []*TaskArtifact `json:",omitempty"`
 	// VolumeMounts mount the group's volumes into the task.
 	VolumeMounts []*VolumeMount `json:",omitempty"`
+	// DispatchPayload writes a dispatched job's payload into the task dir.
+	DispatchPayload *DispatchPayloadConfig `json:",omitempty"`
+	// Services are the task's service blocks (registered while it runs).
+	Services []*Service `json:",omitempty"`
 }
 
 // TaskLifecycle orders a task relative to the group's main tasks.

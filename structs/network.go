@@ -7,9 +7,11 @@ import (
 	"strings"
 )
 
-// Network modes of a group network block. drover schedules host networking
-// (the tasks share the node's network stack and listen on host ports);
-// Nomad's bridge and CNI modes are refused at submission.
+// Network modes of a group network block: host (the tasks share the
+// node's network stack and listen on host ports) and bridge (the group's
+// tasks share a network namespace of their own, the alloc's host ports
+// forwarded into it; docker tasks only). Nomad's CNI modes are refused at
+// submission.
 const (
 	NetworkModeHost   = "host"
 	NetworkModeBridge = "bridge"

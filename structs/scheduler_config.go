@@ -23,8 +23,9 @@ type SchedulerConfiguration struct {
 	RejectJobRegistration bool
 	// PauseEvalBroker stops evaluation processing while true.
 	PauseEvalBroker bool
-	// NodeLimitForFeasibilityChecks is stored (drover has no spread or
-	// affinity blocks yet).
+	// NodeLimitForFeasibilityChecks is stored; drover widens the sample
+	// of groups with affinities or spreads as Nomad's stack does
+	// (max(count, 100) nodes) rather than by this setting.
 	NodeLimitForFeasibilityChecks uint
 	CreateIndex                   uint64
 	ModifyIndex                   uint64

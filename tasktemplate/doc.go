@@ -40,8 +40,7 @@
 // node, nodes, datacenters, connect, caRoots, caLeaf, partitions,
 // peerings, exportedServices, importedServices), Vault's (secret,
 // secrets, pkiCert), Nomad variables (nomadVar, nomadVarList,
-// nomadVarListSafe, nomadVarExists), nomadService and nomadServices until
-// drover's service registry exists, and what Nomad's default
+// nomadVarListSafe, nomadVarExists), and what Nomad's default
 // function_denylist denies (plugin, writeToFile) or drover does not
 // provide (sockaddr, toTOML, spew_*).
 package tasktemplate

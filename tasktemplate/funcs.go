@@ -37,9 +37,6 @@ var refused = func() map[string]string {
 	for _, f := range []string{"nomadVar", "nomadVarList", "nomadVarListSafe", "nomadVarExists"} {
 		m[f] = "reads Nomad variables, which drover does not support yet"
 	}
-	for _, f := range []string{"nomadService", "nomadServices"} {
-		m[f] = "reads Nomad's service registry, which drover does not have yet"
-	}
 	m["plugin"] = "is denied by Nomad's default template function_denylist"
 	m["writeToFile"] = "is denied by Nomad's default template function_denylist"
 	m["sockaddr"] = "is not provided by drover"

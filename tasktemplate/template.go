@@ -325,7 +325,7 @@ func within(roots []string, p string) bool {
 
 func (r *renderContext) services() (ServiceLookup, string, error) {
 	if r.ctx == nil || r.ctx.Services == nil {
-		return nil, "", errors.New(refused["nomadService"])
+		return nil, "", errors.New("nomadService and nomadServices need a service registry, which this node agent was not given")
 	}
 	return r.ctx.Services, r.ctx.Namespace, nil
 }

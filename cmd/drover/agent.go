@@ -157,6 +157,7 @@ func (c *AgentCommand) Run(args []string) int {
 	datacenter := fs.String("dc", "", "datacenter of this agent's node (default \"dc1\")")
 	rawExec := fs.Bool("enable-raw-exec", false, "enable the raw_exec driver on a client (always on in -dev)")
 	dockerPrivileged := fs.Bool("docker-allow-privileged", false, "let docker tasks run privileged (Nomad's allow_privileged)")
+	dockerInfraImage := fs.String("docker-infra-image", "", "image of the pause containers of bridge-mode allocs (Nomad's infra_image; default: drover's own, built on the node without a registry)")
 	dockerVolumes := fs.Bool("docker-volumes-enabled", false, "let docker tasks mount host paths outside their task dir (Nomad's volumes.enabled)")
 	netIface := fs.String("network-interface", "", "interface whose address the node's allocation ports are on")
 	netAddr := fs.String("network-address", "", "IP address the node's allocation ports are on")
@@ -293,7 +294,7 @@ func (c *AgentCommand) Run(args []string) int {
 	a, err := agent.New(agent.Config{HostVolumes: vols, DataDir: dir, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertiseHTTP, Dev: *dev, Server: *server, Client: *client,
 		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
 		Datacenter: *datacenter, EnableRawExec: *rawExec,
-		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log,
+		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, DockerInfraImage: *dockerInfraImage, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log,
 		NetworkInterface: *netIface, NetworkAddress: *netAddr, MinDynamicPort: *minPort, MaxDynamicPort: *maxPort, ReservedPorts: *reservedPorts,
 		ACLEnabled: *aclEnabled, TLS: tlsCfg})
 	if err != nil {

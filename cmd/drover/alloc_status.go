@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 	"io"
+	"net"
+	"strconv"
 	"strings"
 	"time"
 
@@ -72,6 +74,7 @@ func (c *AllocStatusCommand) Run(args []string) int {
 		}
 	}
 	k.write(c.Stdout)
+	printAllocAddresses(c.Stdout, a)
 	var usage *api.AllocResourceUsage
 	statsErr := ""
 	if a.ClientStatus == api.AllocClientStatusRunning {
@@ -91,6 +94,62 @@ func (c *AllocStatusCommand) Run(args []string) int {
 		printTaskState(c.Stdout, a, task, tu, statsErr, *stats)
 	}
 	return 0
+}
+
+// printAllocAddresses prints the alloc's group network ports as Nomad's
+// `alloc status` does, under "Allocation Addresses" (with the network's
+// mode when it has one): each port's label, whether the scheduler picked
+// it (Dynamic) and its host address, with " -> <to>" when it is mapped to
+// another port inside the task. Nothing is printed for an alloc without
+// ports.
+func printAllocAddresses(w io.Writer, a *api.Allocation) {
+	if a.AllocatedResources == nil || len(a.AllocatedResources.Shared.Networks) == 0 {
+		return
+	}
+	nw := a.AllocatedResources.Shared.Networks[0]
+	type row struct {
+		label, ip string
+		value, to int
+		dynamic   bool
+	}
+	var rows []row
+	for _, p := range nw.ReservedPorts {
+		rows = append(rows, row{label: p.Label, ip: nw.IP, value: p.Value, to: p.To})
+	}
+	for _, p := range nw.DynamicPorts {
+		rows = append(rows, row{label: p.Label, ip: nw.IP, value: p.Value, to: p.To, dynamic: true})
+	}
+	// The alloc's port mappings, when present, say where each port is.
+	for i := range rows {
+		for _, m := range a.AllocatedResources.Shared.Ports {
+			if m.Label == rows[i].label {
+				rows[i].value, rows[i].to = m.Value, m.To
+				if m.HostIP != "" {
+					rows[i].ip = m.HostIP
+				}
+			}
+		}
+	}
+	if len(rows) == 0 {
+		return
+	}
+	title := "Allocation Addresses:"
+	if nw.Mode != "" {
+		title = fmt.Sprintf("Allocation Addresses (mode = %q):", nw.Mode)
+	}
+	fmt.Fprintln(w, "\n"+title)
+	printList(w, "", "Label\tDynamic\tAddress", len(rows), func(i int) string {
+		r := rows[i]
+		dyn := "no"
+		if r.dynamic {
+			dyn = "yes"
+		}
+		addr := net.JoinHostPort(r.ip, strconv.Itoa(r.value))
+		if r.to > 0 {
+			addr += fmt.Sprintf(" -> %d", r.to)
+		}
+		return fmt.Sprintf("*%s\t%s\t%s", r.label, dyn, addr)
+	})
 }
 
 // printTaskState prints one task's state, resources (with its use when

@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -106,8 +108,10 @@ func (c *JobRunCommand) Run(args []string) int {
 	if resp.Warnings != "" {
 		fmt.Fprintf(c.Stdout, "Job Warnings:\n%s\n\n", resp.Warnings)
 	}
-	if resp.EvalID == "" {
-		fmt.Fprintln(c.Stdout, "Job registration successful")
+	if resp.EvalID == "" || printParentRegistered(c.Stdout, src.job) {
+		if resp.EvalID == "" {
+			fmt.Fprintln(c.Stdout, "Job registration successful")
+		}
 		return 0
 	}
 	if *detach {
@@ -133,4 +137,29 @@ func parseIndex(s string) (uint64, error) {
 		return 0, fmt.Errorf("%q is not an index (a non-negative integer)", s)
 	}
 	return idx, nil
+}
+
+// printParentRegistered prints, for a periodic or parameterized job, what
+// Nomad's job run prints instead of monitoring (such a job places nothing
+// itself): the registration and, for a periodic job, its next launch. It
+// reports whether the job was one.
+func printParentRegistered(w io.Writer, job json.RawMessage) bool {
+	var j api.Job
+	if json.Unmarshal(job, &j) != nil || (j.Periodic == nil && j.ParameterizedJob == nil) {
+		return false
+	}
+	fmt.Fprintln(w, "Job registration successful")
+	if j.Periodic == nil || j.ParameterizedJob != nil {
+		return true
+	}
+	j.Periodic.Canonicalize()
+	loc, err := j.Periodic.GetLocation()
+	if err != nil {
+		return true
+	}
+	now := time.Now().In(loc)
+	if next, err := j.Periodic.Next(now); err == nil && !next.IsZero() {
+		fmt.Fprintf(w, "Approximate next launch time: %s (%s from now)\n", next.UTC().Format(time.RFC3339), next.Sub(now).Round(time.Second))
+	}
+	return true
 }

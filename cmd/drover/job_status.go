@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 )
@@ -83,7 +84,21 @@ func (c *JobStatusCommand) Run(args []string) int {
 		add("Type", deref(job.Type)).add("Priority", deref(job.Priority)).add("Datacenters", dcs).
 		add("Namespace", deref(job.Namespace)).add("Node Pool", deref(job.NodePool)).
 		add("Status", jobStatusWord(deref(job.Status), deref(job.Stop))).add("Version", deref(job.Version))
+	periodic, param := job.IsPeriodic(), job.IsParameterized()
+	if periodic || param {
+		// Nomad prints these for every job; drover only for parents, so
+		// that other jobs' output keeps its shape.
+		k.add("Periodic", periodic).add("Parameterized", param)
+	}
+	if periodic && !deref(job.Stop) {
+		if next, err := job.Periodic.Next(time.Now().In(periodicLocation(job.Periodic))); err == nil && !next.IsZero() {
+			k.add("Next Periodic Launch", fmt.Sprintf("%s (%s from now)", next.UTC().Format(time.RFC3339), time.Until(next).Round(time.Second)))
+		}
+	}
 	k.write(c.Stdout)
+	if periodic || param {
+		return c.printChildren(cl, job, sum, q)
+	}
 
 	fmt.Fprintln(c.Stdout, "\nSummary")
 	groups := sortedKeys(sum.Summary)
@@ -122,4 +137,45 @@ func jobStatusWord(status string, stopped bool) string {
 		return "dead (stopped)"
 	}
 	return status
+}
+
+// periodicLocation is the periodic block's time zone (UTC when it names
+// none or one that does not load).
+func periodicLocation(p *api.PeriodicConfig) *time.Location {
+	if loc, err := p.GetLocation(); err == nil {
+		return loc
+	}
+	return time.UTC
+}
+
+// printChildren prints a periodic or parameterized job's children, as
+// Nomad's job status: their summary and the children themselves.
+func (c *JobStatusCommand) printChildren(cl *api.Client, job *api.Job, sum *api.JobSummary, q *api.QueryOptions) int {
+	ch := sum.Children
+	if ch == nil {
+		ch = &api.JobChildrenSummary{}
+	}
+	fmt.Fprintln(c.Stdout, "\nChildren Job Summary")
+	printList(c.Stdout, "", "Pending\tRunning\tDead", 1, func(int) string {
+		return fmt.Sprintf("%d\t%d\t%d", ch.Pending, ch.Running, ch.Dead)
+	})
+	kids, _, err := cl.Jobs().List(&api.QueryOptions{Prefix: deref(job.ID) + "/", Namespace: q.Namespace})
+	if err != nil {
+		return c.errorf("querying child jobs", err)
+	}
+	var mine []*api.JobListStub
+	for _, k := range kids {
+		if k.ParentID == deref(job.ID) {
+			mine = append(mine, k)
+		}
+	}
+	title := "Dispatched Jobs"
+	if job.IsPeriodic() {
+		title = "Previously Launched Jobs"
+	}
+	fmt.Fprintln(c.Stdout, "\n"+title)
+	printList(c.Stdout, "No instances of the job", "ID\tStatus", len(mine), func(i int) string {
+		return fmt.Sprintf("%s\t%s", mine[i].ID, mine[i].Status)
+	})
+	return 0
 }

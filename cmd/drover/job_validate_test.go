@@ -31,7 +31,7 @@ job "net" {
 }`)
 	r = ta.run(t, "job", "validate", network)
 	mustCode(t, r, 1)
-	mustContain(t, r.stderr, `network mode "bridge" is not supported`)
+	mustContain(t, r.stderr, `network mode "bridge" needs every task of the group on a driver that runs it in the group's network namespace (docker), but task "t" (Tasks[0]) uses "raw_exec"`)
 	r = ta.run(t, "job", "validate", "../../examples/batch.json")
 	mustCode(t, r, 0)
 	if jobs, _, _ := ta.client.Jobs().List(nil); len(jobs) != 0 {

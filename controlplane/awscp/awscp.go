@@ -35,8 +35,9 @@ type ControlPlane struct {
 }
 
 var (
-	_ nodeagent.ControlPlane = (*ControlPlane)(nil)
-	_ nodeagent.Pacer        = (*ControlPlane)(nil)
+	_ nodeagent.ControlPlane    = (*ControlPlane)(nil)
+	_ nodeagent.Pacer           = (*ControlPlane)(nil)
+	_ nodeagent.ServiceRegistry = (*ControlPlane)(nil)
 )
 
 // The agent's pace on AWS, where each request is paid for: an idle node
@@ -135,4 +136,23 @@ func (c *ControlPlane) UpdateAllocs(ctx context.Context, nodeID string, updates 
 // PreviousAlloc implements nodeagent.ControlPlane (through the API).
 func (c *ControlPlane) PreviousAlloc(ctx context.Context, nodeID, allocID string) (*structs.Allocation, error) {
 	return c.API.PreviousAlloc(ctx, nodeID, allocID)
+}
+
+// UpsertServiceRegistrations implements nodeagent.ServiceRegistry
+// (through the API, as alloc reports).
+func (c *ControlPlane) UpsertServiceRegistrations(ctx context.Context, nodeID string, regs []*structs.ServiceRegistration) error {
+	return c.API.UpsertServiceRegistrations(ctx, nodeID, regs)
+}
+
+// DeleteServiceRegistrations implements nodeagent.ServiceRegistry
+// (through the API).
+func (c *ControlPlane) DeleteServiceRegistrations(ctx context.Context, nodeID string, ids []string) error {
+	return c.API.DeleteServiceRegistrations(ctx, nodeID, ids)
+}
+
+// ServiceRegistrations implements nodeagent.ServiceRegistry (through the
+// API: registrations are read from every node's allocs, outside the
+// node's own partition).
+func (c *ControlPlane) ServiceRegistrations(ctx context.Context, nodeID, namespace, name string, minIndex uint64, wait time.Duration) ([]*structs.ServiceRegistration, uint64, error) {
+	return c.API.ServiceRegistrations(ctx, nodeID, namespace, name, minIndex, wait)
 }

@@ -14,6 +14,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,6 +39,7 @@ type Client struct {
 }
 
 var _ nodeagent.ControlPlane = (*Client)(nil)
+var _ nodeagent.ServiceRegistry = (*Client)(nil)
 
 // Option configures a Client.
 type Option func(*Client, *options)
@@ -236,4 +238,32 @@ func (c *Client) PreviousAlloc(ctx context.Context, nodeID, allocID string) (*st
 		return nil, err
 	}
 	return out.Alloc, nil
+}
+
+// UpsertServiceRegistrations implements nodeagent.ServiceRegistry.
+func (c *Client) UpsertServiceRegistrations(ctx context.Context, nodeID string, regs []*structs.ServiceRegistration) error {
+	return c.do(ctx, http.MethodPut, "/v1/nodeagent/"+url.PathEscape(nodeID)+"/services", &httpapi.NodeServicesRequest{Services: regs}, nil)
+}
+
+// DeleteServiceRegistrations implements nodeagent.ServiceRegistry.
+func (c *Client) DeleteServiceRegistrations(ctx context.Context, nodeID string, ids []string) error {
+	return c.do(ctx, http.MethodPut, "/v1/nodeagent/"+url.PathEscape(nodeID)+"/services/deregister", &httpapi.NodeServicesDeregisterRequest{IDs: ids}, nil)
+}
+
+// ServiceRegistrations implements nodeagent.ServiceRegistry: a blocking
+// read when minIndex > 0 (wait is kept under the client's timeout).
+func (c *Client) ServiceRegistrations(ctx context.Context, nodeID, namespace, name string, minIndex uint64, wait time.Duration) ([]*structs.ServiceRegistration, uint64, error) {
+	q := url.Values{"namespace": {namespace}}
+	if name != "" {
+		q.Set("name", name)
+	}
+	if minIndex > 0 && wait > 0 {
+		q.Set("index", strconv.FormatUint(minIndex, 10))
+		q.Set("wait", min(wait, 20*time.Second).String())
+	}
+	var out httpapi.NodeServicesResponse
+	if err := c.do(ctx, http.MethodGet, "/v1/nodeagent/"+url.PathEscape(nodeID)+"/services?"+q.Encode(), nil, &out); err != nil {
+		return nil, 0, err
+	}
+	return out.Services, out.Index, nil
 }

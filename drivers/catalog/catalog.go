@@ -25,10 +25,13 @@ type Builtin struct {
 	New func(drivers.Options) (drivers.Driver, error)
 	// TaskUser: the driver runs a task as the task's user.
 	TaskUser bool
+	// BridgeNetwork: the driver makes a bridge-mode group's network
+	// namespace and runs its tasks in it (drivers.NetworkManager).
+	BridgeNetwork bool
 }
 
 var builtins = []Builtin{
-	{Name: docker.Name, Config: docker.Spec, New: func(o drivers.Options) (drivers.Driver, error) { return docker.New(o) }, TaskUser: true},
+	{Name: docker.Name, Config: docker.Spec, New: func(o drivers.Options) (drivers.Driver, error) { return docker.New(o) }, TaskUser: true, BridgeNetwork: true},
 	{Name: exec.Name, Config: exec.Spec, New: func(o drivers.Options) (drivers.Driver, error) { return exec.New(o) }, TaskUser: true},
 	{Name: rawexec.Name, Config: rawexec.Spec, New: func(o drivers.Options) (drivers.Driver, error) { return rawexec.New(o) }},
 }

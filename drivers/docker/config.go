@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/drover-sched/drover/drivers"
+	"github.com/drover-sched/drover/structs"
 )
 
 // TaskConfig is the docker driver's task config: the options of Nomad's
@@ -161,6 +162,12 @@ func (c *TaskConfig) Rules(vc drivers.ValidateContext) drivers.FieldErrors {
 	for i, p := range c.Ports {
 		if !slices.Contains(vc.GroupPorts, p) {
 			add(fmt.Sprintf("ports[%d]", i), "port label %q must be one of the group network's ports (%s)", p, portList(vc.GroupPorts))
+		}
+	}
+	if vc.GroupNetworkMode == structs.NetworkModeBridge {
+		if err := bridgeConflicts(c); err != nil {
+			field, rule, _ := strings.Cut(err.Error(), ": ")
+			add(field, "%s", rule)
 		}
 	}
 	for i, v := range c.Volumes {

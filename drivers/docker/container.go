@@ -160,24 +160,47 @@ func (d *Driver) createOptions(cfg *drivers.TaskConfig, tc *TaskConfig) (client.
 		init := true
 		hc.Init = &init
 	}
+	if n := cfg.Network; n != nil {
+		// The alloc's namespace: its pause container's network, host
+		// name, hosts and DNS files.
+		if err := bridgeConflicts(tc); err != nil {
+			return none, err
+		}
+		hc.NetworkMode = container.NetworkMode("container:" + n.SandboxID)
+	}
 	return client.ContainerCreateOptions{Name: containerName(cfg), Config: cc, HostConfig: hc}, nil
 }
 
 // portBindings publishes the group network ports the task names in
 // `ports`, as Nomad's docker driver: the alloc's host port (on the node's
 // address) is bound to the port inside the container — the port's `to`,
-// or the host port's own number when it has none — for TCP and UDP.
+// or the host port's own number when it has none — for TCP and UDP. A task
+// in its alloc's network namespace (bridge mode) publishes nothing: the
+// namespace's pause container publishes every port of the alloc, and
+// Docker allows no port publishing with network_mode container:<id>.
 func portBindings(cfg *drivers.TaskConfig, tc *TaskConfig) (network.PortSet, network.PortMap, error) {
-	if len(tc.Ports) == 0 {
+	if len(tc.Ports) == 0 || cfg.Network != nil {
 		return nil, nil, nil
 	}
-	exposed, bindings := network.PortSet{}, network.PortMap{}
+	var ports []structs.AllocatedPortMapping
 	for _, label := range tc.Ports {
 		i := slices.IndexFunc(cfg.Ports, func(p structs.AllocatedPortMapping) bool { return p.Label == label })
 		if i < 0 {
 			return nil, nil, fmt.Errorf("ports: the alloc holds no port labelled %q (the group's network has none)", label)
 		}
-		p := cfg.Ports[i]
+		ports = append(ports, cfg.Ports[i])
+	}
+	return publish(ports)
+}
+
+// publish binds each port's host port Value (on its HostIP) to To inside
+// the container (To <= 0: the same number), for TCP and UDP.
+func publish(ports []structs.AllocatedPortMapping) (network.PortSet, network.PortMap, error) {
+	if len(ports) == 0 {
+		return nil, nil, nil
+	}
+	exposed, bindings := network.PortSet{}, network.PortMap{}
+	for _, p := range ports {
 		inside := p.To
 		if inside <= 0 {
 			inside = p.Value
@@ -186,14 +209,14 @@ func portBindings(cfg *drivers.TaskConfig, tc *TaskConfig) (network.PortSet, net
 		if p.HostIP != "" {
 			a, err := netip.ParseAddr(p.HostIP)
 			if err != nil {
-				return nil, nil, fmt.Errorf("ports: port %q: host IP: %w", label, err)
+				return nil, nil, fmt.Errorf("ports: port %q: host IP: %w", p.Label, err)
 			}
 			hostIP = a
 		}
 		for _, proto := range []network.IPProtocol{network.TCP, network.UDP} {
 			cp, ok := network.PortFrom(uint16(inside), proto)
 			if !ok {
-				return nil, nil, fmt.Errorf("ports: port %q: %d/%s is not a port", label, inside, proto)
+				return nil, nil, fmt.Errorf("ports: port %q: %d/%s is not a port", p.Label, inside, proto)
 			}
 			exposed[cp] = struct{}{}
 			bindings[cp] = append(bindings[cp], network.PortBinding{HostIP: hostIP, HostPort: strconv.Itoa(p.Value)})
@@ -258,4 +281,21 @@ func (d *Driver) mount(cfg *drivers.TaskConfig, m Mount) (mount.Mount, error) {
 		}
 	}
 	return out, nil
+}
+
+// bridgeConflicts refuses the options Docker does not allow on a container
+// that joins another's network (the task's group network in bridge mode):
+// they belong to the alloc's network, not to one task. Submission refuses
+// them too (TaskConfig.Rules).
+func bridgeConflicts(tc *TaskConfig) error {
+	for _, f := range []struct {
+		name string
+		set  bool
+	}{{"network_mode", tc.NetworkMode != ""}, {"hostname", tc.Hostname != ""}, {"dns_servers", len(tc.DNSServers) > 0},
+		{"dns_search_domains", len(tc.DNSSearchDomains) > 0}, {"dns_options", len(tc.DNSOptions) > 0}, {"extra_hosts", len(tc.ExtraHosts) > 0}} {
+		if f.set {
+			return fmt.Errorf("%s: must not be set on a task whose group network is in bridge mode: the group's tasks share one network (set the network block's hostname instead of the task's)", f.name)
+		}
+	}
+	return nil
 }

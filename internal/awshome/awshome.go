@@ -57,8 +57,12 @@ type Home struct {
 	QueueURL  string
 	Queue     *evsqs.Queue
 	Evaluator *scheduler.Evaluator
-	Service   *controlplane.Service
-	Log       *zap.Logger
+	// Nodes is the evaluator's node cache: it lives as long as the
+	// function's container, so a warm container's evaluations read the
+	// nodes table index instead of every node (ddb.NodeCache).
+	Nodes   *ddb.NodeCache
+	Service *controlplane.Service
+	Log     *zap.Logger
 	// DeliveryLimit and PendingAfter are from the environment.
 	DeliveryLimit int
 	PendingAfter  time.Duration
@@ -123,11 +127,20 @@ func FromEnv(ctx context.Context, opts ...func(*aws.Config)) (*Home, error) {
 		Delayer: &schedule.Scheduler{Client: awssched.NewFromConfig(cfg), Group: envOr("DROVER_SCHEDULE_GROUP", schedule.DefaultGroup),
 			QueueARN: os.Getenv("DROVER_QUEUE_ARN"), RoleARN: os.Getenv("DROVER_SCHEDULER_ROLE_ARN"), Logger: log.Named("schedule")},
 	}
-	h.Evaluator = &scheduler.Evaluator{State: h.Store, Queue: h.Queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
-		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: h.Store}, Logger: log.Named("scheduler")}
+	h.Nodes = ddb.NewNodeCache(h.Store, ddb.NodeCacheConfig{})
+	h.Evaluator = NewEvaluator(h.Store, h.Nodes, h.Queue, log.Named("scheduler"))
 	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control"), Planner: h.Evaluator,
 		HeartbeatTTL: h.HeartbeatTTL})
 	return h, nil
+}
+
+// NewEvaluator wires the AWS home's evaluate service: it reads and
+// commits through the node cache nodes (on store) and sends follow-ups to
+// queue (the SQS queue with Scheduler for delayed evals; the chaos suite's
+// harness queue).
+func NewEvaluator(store *ddb.Store, nodes *ddb.NodeCache, queue scheduler.Queue, log *zap.Logger) *scheduler.Evaluator {
+	return &scheduler.Evaluator{State: nodes, Queue: queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
+		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: store}, Logger: log}
 }
 
 // The AWS home's heartbeat defaults. Each request is paid for: an agent
@@ -190,10 +203,10 @@ const MaxWait = 25 * time.Second
 // API is the HTTP API the api function serves: the same handlers as the
 // dev agent, without a Watcher (blocking queries poll the table indexes).
 func (h *Home) API() http.Handler {
-	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, MaxWait: MaxWait, PollInterval: time.Second,
+	return httpapi.New(httpapi.Config{State: h.Store, Jobs: h.Service, Services: h.Store, MaxWait: MaxWait, PollInterval: time.Second,
 		MaxResponseBytes: MaxResponseBytes,
 		NodeAgents:       h.Service, NodeAuth: h.NodeRoles.Authorize, Operator: h.Service, Logger: h.Log.Named("http"),
-		Plans: h.Service, Scaler: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service, ACL: h.ACL(),
+		Plans: h.Service, Scaler: h.Service, Launcher: h.Service, Allocs: h.Service, Namespaces: h.Service, Scheduler: h.Service, ACL: h.ACL(),
 		Agent: httpapi.AgentInfo{Name: "drover-lambda", Region: envOr("DROVER_REGION", "global"), Datacenter: "dc1", Version: Version, Server: true}})
 }
 

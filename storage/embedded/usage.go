@@ -211,6 +211,11 @@ func (w *wtx) saveAllocData(was holding, a *structs.Allocation, data []byte) err
 	if err := w.moveUsage(was, now); err != nil {
 		return err
 	}
+	if !structs.ServiceRegistrationLive(a) {
+		if err := w.deleteAllocServices(a.ID); err != nil {
+			return err
+		}
+	}
 	terminal := w.tx.Bucket(bAllocsTerminal)
 	switch {
 	case !now.held:

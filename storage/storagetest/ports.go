@@ -156,3 +156,39 @@ func testConcurrentPortPlans(t *testing.T, s storage.Store) {
 	}
 	checkPorts(t, s, "after concurrent plans on one port")
 }
+
+// testReservedPortPlans: a plan whose placement takes one of the node's
+// reserved host ports (the agent's reserved_ports) is refused at commit,
+// whether the port was asked as static or picked as dynamic, and nothing
+// is written; the same placement on a node that reserves nothing commits.
+func testReservedPortPlans(t *testing.T, s storage.Store) {
+	n1 := testNode("n1", 4000, 4096)
+	n1.ReservedResources = &structs.NodeReservedResources{}
+	n1.ReservedResources.Networks.ReservedHostPorts = "22,8000-8010"
+	addNode(t, s, n1)
+	addNode(t, s, testNode("n2", 4000, 4096))
+	web := register(t, s, portJob("web", 8005)).Job
+
+	static := withPorts(placement(web, "eval-1", 0, "n1"), 8005, 20001)
+	if _, err := s.CommitPlan(ctx, planFor(web, "eval-1", static)); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("placement on a reserved static port: err %v, want a conflict", err)
+	}
+	if _, err := s.Alloc(ctx, static.ID); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("the refused placement was written: %v", err)
+	}
+	dynamic := withPorts(placement(web, "eval-2", 0, "n1"), 9090, 22)
+	if _, err := s.CommitPlan(ctx, planFor(web, "eval-2", dynamic)); !errors.Is(err, storage.ErrConflict) {
+		t.Fatalf("placement with a dynamic port on a reserved one: err %v, want a conflict", err)
+	}
+	checkPorts(t, s, "after refused plans on reserved ports")
+	if u := usageOf(t, s, "n1"); len(u.Ports) != 0 || u.Allocs != 0 {
+		t.Fatalf("n1 holds %v ports, %d allocs after refused plans; want none", u.Ports, u.Allocs)
+	}
+
+	// Ports outside the reserved ones fit on n1; the reserved ones fit
+	// on n2, which reserves nothing.
+	must(s.CommitPlan(ctx, planFor(web, "eval-3", withPorts(placement(web, "eval-3", 0, "n1"), 8011, 20001))))
+	must(s.CommitPlan(ctx, planFor(web, "eval-4", withPorts(placement(web, "eval-4", 1, "n2"), 8005, 22))))
+	checkPorts(t, s, "after placements beside the reserved ports")
+	checkUsage(t, s, "at the end")
+}

@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"NodeDrainAndEligibility", testNodeDrain},
 		{"AllocDesiredTransitions", testDesiredTransitions},
 		{"GarbageCollect", testGarbageCollect},
+		{"ParentJobs", testParentJobs},
 		{"UpdateAllocsFromClient", testClientUpdates},
 		{"JobStatus", testJobStatus},
 		{"EvalsListing", testEvals},
@@ -76,6 +77,10 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"NodeSecrets", testNodeSecrets},
 		{"PortUsage", testPortUsage},
 		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
+		{"PlansNeverTakeReservedPorts", testReservedPortPlans},
+		{"SystemJobs", testSystemJobs},
+		{"ServiceRegistrations", testServiceRegistrations},
+		{"ServiceRegistrationsFollowAllocs", testServiceRegistrationsFollowAllocs},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -8,12 +8,14 @@
 //	testapp env                    print the environment, one variable a line
 //	testapp write PATH TEXT        write TEXT to PATH, then sleep
 //	testapp serve ADDR TEXT        answer HTTP on ADDR with TEXT and $VERSION
+//	testapp proxy ADDR URL         answer HTTP on ADDR with "proxied: " and what URL answers
 //	testapp alloc MB               allocate and touch MB MiB, then sleep
 //	testapp lines N                print N numbered lines, then sleep
 package main
 
 import (
 	"fmt"
+	"io"
 	"net/http"
 	"os"
 	"os/signal"
@@ -64,6 +66,29 @@ func main() {
 			}
 		}()
 		fmt.Println("serving on", args[0])
+		waitSignal()
+	case "proxy":
+		// proxy LISTEN URL: answers each request with what URL answers,
+		// prefixed by "proxied: " (a second task reaching the first
+		// one over the group's shared localhost).
+		backend := args[1]
+		http.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) {
+			resp, err := http.Get(backend)
+			if err != nil {
+				http.Error(w, err.Error(), http.StatusBadGateway)
+				return
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			fmt.Fprintf(w, "proxied: %s", b)
+		})
+		go func() {
+			if err := http.ListenAndServe(args[0], nil); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				os.Exit(1)
+			}
+		}()
+		fmt.Println("proxying", args[0], "to", backend)
 		waitSignal()
 	case "alloc":
 		mb, _ := strconv.Atoi(args[0])

@@ -1,0 +1,772 @@
+package chaos
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/hashicorp/nomad/api"
+
+	"github.com/drover-sched/drover/controlplane"
+	"github.com/drover-sched/drover/jobspec"
+	"github.com/drover-sched/drover/scheduler"
+	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/structs"
+)
+
+// Home is one of drover's homes as the runner drives it.
+type Home interface {
+	// Store is the home's state store (the checker's reads, and the
+	// readers of the harness).
+	Store() storage.Store
+	// Service is the control plane the API and the node reports call.
+	Service() *controlplane.Service
+	// Deliver delivers an evaluation once through the home's delivery
+	// adapter (embedded: a worker's process/ack/nack; AWS: the evaluate
+	// function's SQS handler) and reports whether the delivery is done
+	// (acknowledged); false hands it back to be delivered again.
+	Deliver(ctx context.Context, ev *structs.Evaluation) bool
+	// Faults are the fault kinds the home injects.
+	Faults() []string
+	// Fault arms one fault of a kind; r draws its details.
+	Fault(kind string, r *rand.Rand)
+	// Disarm turns every armed fault off.
+	Disarm()
+	// Crashed reports whether the home's process died (a crash point
+	// fired); Restart brings it back as a restarted server would be.
+	Crashed() bool
+	Restart(ctx context.Context) error
+	// Sweep runs the home's safety nets a quiet cluster relies on (on
+	// AWS the pending-eval sweeper; nothing in the embedded home, whose
+	// restarts restore pending evals).
+	Sweep(ctx context.Context)
+	// Close releases the home.
+	Close()
+}
+
+// Env is what the runner hands a home: the clock every part reads, the
+// eval queue standing in for the home's transport, and the commit
+// observer the checker reads.
+type Env struct {
+	Clock *Clock
+	Queue *Queue
+	obs   *observer
+	stale atomic.Int32 // node reads still to answer stale (FaultStaleRead)
+}
+
+// NewEnv returns an environment whose clock starts now.
+func NewEnv() *Env {
+	return &Env{Clock: &Clock{t: time.Now().UTC().Truncate(time.Second)}, Queue: newQueue(), obs: &observer{}}
+}
+
+func (e *Env) setStale(n int) { e.stale.Store(int32(n)) }
+
+// Observe wraps the evaluator's state so that the checker sees every
+// plan committed (when, and with which evals).
+func (e *Env) Observe(s scheduler.State) scheduler.State {
+	return &observedState{State: s, env: e}
+}
+
+// Clock is the virtual clock of a run: it only moves when the schedule
+// says so, so delays of minutes take no time.
+type Clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+// Now returns the clock's time.
+func (c *Clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+// Advance moves the clock forward by d.
+func (c *Clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	c.t = c.t.Add(d)
+	c.mu.Unlock()
+}
+
+// Queue is the harness's eval queue: at-least-once, one delivery per job
+// at a time, evals held until their WaitUntil, deduplicated by eval ID (as
+// the embedded broker, and SQS FIFO within its window). Both homes' parts
+// enqueue into it; the runner delivers from it.
+type Queue struct {
+	mu      sync.Mutex
+	seq     int
+	entries map[string]*qentry
+	done    map[string]*structs.Evaluation // acknowledged, for redeliveries
+	doneIDs []string
+}
+
+type qentry struct {
+	ev       *structs.Evaluation
+	seq      int
+	inFlight bool
+	again    bool // enqueued again while in flight
+}
+
+func newQueue() *Queue {
+	return &Queue{entries: map[string]*qentry{}, done: map[string]*structs.Evaluation{}}
+}
+
+// Enqueue implements scheduler.Queue.
+func (q *Queue) Enqueue(_ context.Context, evals ...*structs.Evaluation) error {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for _, e := range evals {
+		if e == nil || e.TerminalStatus() {
+			continue
+		}
+		if cur, ok := q.entries[e.ID]; ok {
+			if cur.inFlight {
+				cur.again = true
+			}
+			cur.ev = e.Copy()
+			continue
+		}
+		q.seq++
+		q.entries[e.ID] = &qentry{ev: e.Copy(), seq: q.seq}
+	}
+	return nil
+}
+
+// Reset drops everything queued (a restarted process has lost its queue).
+func (q *Queue) Reset() {
+	q.mu.Lock()
+	q.entries = map[string]*qentry{}
+	q.mu.Unlock()
+}
+
+// take returns up to n deliverable evals of different jobs, marked in
+// flight, oldest first.
+func (q *Queue) take(n int, now time.Time) []*structs.Evaluation {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	busy := map[string]bool{}
+	var cands []*qentry
+	for _, e := range q.entries {
+		if e.inFlight {
+			busy[e.ev.Namespace+"/"+e.ev.JobID] = true
+		}
+	}
+	for _, e := range q.entries {
+		if !e.inFlight && !e.ev.WaitUntil.After(now) {
+			cands = append(cands, e)
+		}
+	}
+	sort.Slice(cands, func(i, j int) bool { return cands[i].seq < cands[j].seq })
+	var out []*structs.Evaluation
+	for _, e := range cands {
+		k := e.ev.Namespace + "/" + e.ev.JobID
+		if busy[k] || len(out) >= n {
+			continue
+		}
+		busy[k] = true
+		e.inFlight, e.again = true, false
+		out = append(out, e.ev.Copy())
+	}
+	return out
+}
+
+// finish ends a delivery: acknowledged, it leaves the queue (unless it
+// was enqueued again meanwhile); handed back, it is deliverable again.
+func (q *Queue) finish(ev *structs.Evaluation, ack bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if _, seen := q.done[ev.ID]; !seen && ack {
+		q.doneIDs = append(q.doneIDs, ev.ID)
+	}
+	if ack {
+		q.done[ev.ID] = ev
+	}
+	e, ok := q.entries[ev.ID]
+	if !ok {
+		return
+	}
+	if ack && !e.again {
+		delete(q.entries, ev.ID)
+		return
+	}
+	e.inFlight = false
+	q.seq++
+	e.seq = q.seq
+}
+
+// earliest is the earliest WaitUntil of the evals waiting for theirs.
+func (q *Queue) earliest(now time.Time) (time.Time, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	var t time.Time
+	for _, e := range q.entries {
+		if e.ev.WaitUntil.After(now) && (t.IsZero() || e.ev.WaitUntil.Before(t)) {
+			t = e.ev.WaitUntil
+		}
+	}
+	return t, !t.IsZero()
+}
+
+// pick returns an eval for a redelivery: one already acknowledged, or
+// (early) one still waiting for its WaitUntil.
+func (q *Queue) pick(r *rand.Rand, early bool, now time.Time) *structs.Evaluation {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if early {
+		var waiting []*qentry
+		for _, e := range q.entries {
+			if !e.inFlight && e.ev.WaitUntil.After(now) {
+				waiting = append(waiting, e)
+			}
+		}
+		if len(waiting) > 0 {
+			sort.Slice(waiting, func(i, j int) bool { return waiting[i].seq < waiting[j].seq })
+			return waiting[r.IntN(len(waiting))].ev.Copy()
+		}
+	}
+	if len(q.doneIDs) == 0 {
+		return nil
+	}
+	return q.done[q.doneIDs[r.IntN(len(q.doneIDs))]].Copy()
+}
+
+// Len is how many evals the queue holds.
+func (q *Queue) Len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return len(q.entries)
+}
+
+// observer records what the checker needs of the commits.
+type observer struct {
+	mu          sync.Mutex
+	earlyRuns   []string
+	overCommits []string
+	placements  map[string]int // alloc ID → times a committed plan placed it
+}
+
+type observedState struct {
+	scheduler.State
+	env *Env
+
+	mu   sync.Mutex
+	seen map[string][]*storage.NodeUsage // per node, its last usage records read
+}
+
+// FaultStaleRead is a fault of every home: the next few node reads of
+// evaluations answer what an earlier read answered (a node list slightly
+// older than the latest write, which the store interface allows: the
+// commit-time checks must catch what it gets wrong).
+const FaultStaleRead = "stale-node-read"
+
+// CandidateNodes answers, while a stale-read fault is armed, each node
+// with a usage record it had a few changes ago.
+func (s *observedState) CandidateNodes(ctx context.Context, q storage.NodeQuery) ([]*storage.NodeUsage, error) {
+	out, err := s.State.CandidateNodes(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.seen == nil {
+		s.seen = map[string][]*storage.NodeUsage{}
+	}
+	stale := s.env.stale.Load() > 0
+	if stale {
+		s.env.stale.Add(-1)
+	}
+	res := make([]*storage.NodeUsage, len(out))
+	for i, u := range out {
+		h := s.seen[u.Node.ID]
+		if len(h) == 0 || h[len(h)-1].Used != u.Used {
+			h = append(h, u)
+			if len(h) > 5 {
+				h = h[1:]
+			}
+			s.seen[u.Node.ID] = h
+		}
+		res[i] = u
+		if stale {
+			old := *h[0]
+			old.Node = u.Node
+			res[i] = &old
+		}
+	}
+	return res, nil
+}
+
+// Stats count what one run did.
+type Stats struct {
+	Steps      int
+	Operations int // registrations, updates, scales, stops, purges
+	OpErrors   int // operations the home refused or failed (faults)
+	Deliveries int
+	Reports    int
+	Faults     map[string]int
+	Restarts   int
+	Allocs     int // allocations in the store at the end
+	Evals      int
+}
+
+// simNode is a simulated node agent: it reads its assignments through the
+// control plane, "runs" them, and reports their status; a report that
+// fails is sent again with the next one, as the node agent does.
+type simNode struct {
+	id     string
+	down   bool
+	outbox map[string]*structs.Allocation
+}
+
+// Runner plays schedules against a home.
+type Runner struct {
+	Home   Home
+	Env    *Env
+	Params Params
+	// Logf, when set, receives each step (verbose replays).
+	Logf func(format string, args ...any)
+
+	nodes  []*simNode
+	jobIDs []string
+	stats  Stats
+	ctx    context.Context
+}
+
+// nodeID names node i of a schedule.
+func nodeID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i) }
+
+// jobID names job i of a schedule.
+func jobID(i int) string { return fmt.Sprintf("job%d", i) }
+
+// Run plays s, brings the cluster to rest and returns the stats and the
+// violations the checker finds.
+func (r *Runner) Run(ctx context.Context, s *Schedule) (*Stats, []Violation, error) {
+	if err := r.setup(ctx, s); err != nil {
+		return nil, nil, err
+	}
+	for i, st := range s.Steps {
+		if r.Logf != nil {
+			r.Logf("step %d: %s", i, st)
+		}
+		r.step(st)
+		r.stats.Steps++
+		if r.Logf != nil && os.Getenv("CHAOS_DUMP_STEPS") != "" {
+			r.dump()
+		}
+		if r.Home.Crashed() {
+			if err := r.restart(); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	if err := r.quiesce(); err != nil {
+		return &r.stats, nil, err
+	}
+	if r.Logf != nil {
+		r.dump()
+	}
+	v, err := Check(ctx, r.Home.Store(), r.jobIDs, r.Env)
+	if err != nil {
+		return &r.stats, nil, err
+	}
+	allocs, evals := 0, 0
+	for _, j := range r.jobIDs {
+		as, _ := r.Home.Store().AllocsByJob(ctx, "default", j)
+		es, _ := r.Home.Store().EvalsByJob(ctx, "default", j)
+		allocs, evals = allocs+len(as), evals+len(es)
+	}
+	r.stats.Allocs, r.stats.Evals = allocs, evals
+	return &r.stats, v, nil
+}
+
+// setup registers the schedule's nodes.
+func (r *Runner) setup(ctx context.Context, s *Schedule) error {
+	r.ctx = ctx
+	r.stats = Stats{Faults: map[string]int{}}
+	r.nodes = nil
+	for i := range s.Nodes {
+		n := &simNode{id: nodeID(i), outbox: map[string]*structs.Allocation{}}
+		r.nodes = append(r.nodes, n)
+		node := &structs.Node{ID: n.id, Name: fmt.Sprintf("node%d", i), Datacenter: "dc1", Status: structs.NodeStatusReady,
+			SchedulingEligibility: structs.NodeSchedulingEligible, NodeResources: &structs.NodeResources{
+				Cpu: structs.NodeCpuResources{CpuShares: NodeCPU, TotalCpuCores: 2}, Memory: structs.NodeMemoryResources{MemoryMB: NodeMemory},
+				Disk: structs.NodeDiskResources{DiskMB: NodeDisk}}, Drivers: map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}}}
+		if _, err := r.Home.Service().RegisterNode(ctx, node); err != nil {
+			return fmt.Errorf("register node %d: %w", i, err)
+		}
+	}
+	r.jobIDs = nil
+	for i := range s.Jobs {
+		r.jobIDs = append(r.jobIDs, jobID(i))
+	}
+	return nil
+}
+
+// dump logs the state at rest (replays).
+func (r *Runner) dump() {
+	st := r.Home.Store()
+	for _, n := range r.nodes {
+		node, err := st.Node(r.ctx, n.id)
+		if err == nil {
+			r.Logf("node %s: %s eligible=%s", n.id, node.Status, node.SchedulingEligibility)
+		}
+	}
+	for _, j := range r.jobIDs {
+		job, _ := st.Job(r.ctx, "default", j)
+		if job != nil {
+			r.Logf("job %s: %s v%d stop=%t status=%s count=%d", j, job.Type, job.Version, job.Stop, job.Status, job.TaskGroups[0].Count)
+		}
+		as, _ := st.AllocsByJob(r.ctx, "default", j)
+		sort.Slice(as, func(x, y int) bool { return as[x].CreateIndex < as[y].CreateIndex })
+		for _, a := range as {
+			r.Logf("  alloc %.8s %s v%d job=%t node=%.8s… desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s", a.ID, a.Name, a.JobVersion, a.Job != nil,
+				a.NodeID[len(a.NodeID)-4:], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID)
+		}
+		if d, err := st.LatestDeployment(r.ctx, "default", j); err == nil {
+			r.Logf("  deployment %.8s v%d %s %q", d.ID, d.JobVersion, d.Status, d.StatusDescription)
+			for g, s := range d.TaskGroups {
+				r.Logf("    %s: %+v", g, *s)
+			}
+		}
+		es, _ := st.EvalsByJob(r.ctx, "default", j)
+		for _, e := range es {
+			r.Logf("  eval %.8s %s %s create=%d wait=%s prev=%.8s blocked=%.8s desc=%q", e.ID, e.TriggeredBy, e.Status, e.CreateIndex,
+				e.WaitUntil.Format("15:04:05"), e.PreviousEval, e.BlockedEval, e.StatusDescription)
+			if e.PlanAnnotations != nil {
+				for g, u := range e.PlanAnnotations.DesiredTGUpdates {
+					r.Logf("    %s: %+v", g, *u)
+				}
+			}
+			for g, m := range e.FailedTGAllocs {
+				r.Logf("    failed %s: %+v", g, *m)
+			}
+		}
+	}
+}
+
+func (r *Runner) restart() error {
+	r.stats.Restarts++
+	if err := r.Home.Restart(r.ctx); err != nil {
+		return fmt.Errorf("restart home: %w", err)
+	}
+	return nil
+}
+
+// step plays one step; the home's answers to operations are counted, not
+// judged (the checker judges the state they leave).
+func (r *Runner) step(st Step) {
+	ctx := r.ctx
+	svc := r.Home.Service()
+	rnd := rand.New(rand.NewPCG(st.Seed, 1))
+	op := func(err error) {
+		r.stats.Operations++
+		if err != nil {
+			r.stats.OpErrors++
+			if r.Logf != nil {
+				r.Logf("  -> %v", err)
+			}
+		}
+	}
+	switch st.Kind {
+	case StepRegister:
+		job, err := buildJob(jobID(st.Job), st)
+		if err != nil {
+			panic(fmt.Sprintf("chaos: generated job is invalid: %v", err))
+		}
+		_, err = svc.RegisterJob(ctx, &controlplane.RegisterRequest{Job: job})
+		op(err)
+	case StepScale:
+		c := int64(st.Count)
+		_, err := svc.ScaleJob(ctx, &controlplane.ScaleRequest{Namespace: "default", JobID: jobID(st.Job), Group: "g", Count: &c})
+		op(err)
+	case StepStop, StepPurge:
+		_, err := svc.DeregisterJob(ctx, "default", jobID(st.Job), st.Kind == StepPurge)
+		op(err)
+	case StepDeliver:
+		r.deliver(st.N)
+	case StepReport:
+		r.report(r.nodes[st.Node], rnd, false)
+	case StepAdvance:
+		r.Env.Clock.Advance(st.Advance)
+		// The timers' duty (embedded every second, the AWS sweeper every
+		// minute): deployment deadlines and progress.
+		_ = svc.CheckDeployments(ctx)
+	case StepNodeDown:
+		n := r.nodes[st.Node]
+		if !n.down {
+			n.down = true
+			op(svc.NodeMissedHeartbeat(ctx, n.id))
+		}
+	case StepNodeUp:
+		n := r.nodes[st.Node]
+		if n.down {
+			if _, err := svc.Heartbeat(ctx, n.id); err == nil {
+				n.down = false
+			}
+		}
+	case StepFault:
+		r.stats.Faults[st.Fault]++
+		if st.Fault == FaultStaleRead {
+			r.Env.setStale(2 + rnd.IntN(8))
+			break
+		}
+		r.Home.Fault(st.Fault, rnd)
+	case StepRedeliver:
+		if ev := r.Env.Queue.pick(rnd, st.Early, r.Env.Clock.Now()); ev != nil {
+			if st.Early && ev.WaitUntil.After(r.Env.Clock.Now()) {
+				r.stats.Faults["early-delivery"]++
+			} else {
+				r.stats.Faults["redelivery"]++
+			}
+			r.stats.Deliveries++
+			r.Home.Deliver(ctx, ev)
+		}
+	}
+}
+
+// deliver delivers up to n ready evals of different jobs at once.
+func (r *Runner) deliver(n int) int {
+	if r.Params.Sequential {
+		n = 1
+	}
+	evs := r.Env.Queue.take(n, r.Env.Clock.Now())
+	var wg sync.WaitGroup
+	for _, ev := range evs {
+		wg.Add(1)
+		go func(ev *structs.Evaluation) {
+			defer wg.Done()
+			ack := r.Home.Deliver(r.ctx, ev)
+			r.Env.Queue.finish(ev, ack)
+		}(ev)
+	}
+	wg.Wait()
+	r.stats.Deliveries += len(evs)
+	return len(evs)
+}
+
+// report makes node n report on its allocs; quiet (the cluster coming to
+// rest) starts everything pending and finishes batch work, and fails
+// nothing.
+func (r *Runner) report(n *simNode, rnd *rand.Rand, quiet bool) bool {
+	if n.down {
+		return false
+	}
+	ctx := r.ctx
+	allocs, _, err := r.Home.Service().Assignments(ctx, n.id)
+	if err != nil {
+		return false
+	}
+	sort.Slice(allocs, func(i, j int) bool {
+		a, b := allocs[i], allocs[j]
+		if a.JobID != b.JobID {
+			return a.JobID < b.JobID
+		}
+		if a.Name != b.Name {
+			return a.Name < b.Name
+		}
+		return a.CreateIndex < b.CreateIndex
+	})
+	now := r.Env.Clock.Now()
+	for _, a := range allocs {
+		if a.ClientTerminalStatus() {
+			delete(n.outbox, a.ID)
+			continue
+		}
+		status := ""
+		batch := a.Job != nil && a.Job.Type == structs.JobTypeBatch
+		switch {
+		case a.DesiredStatus != structs.AllocDesiredStatusRun:
+			status = structs.AllocClientStatusComplete
+		case a.ClientStatus == structs.AllocClientStatusPending:
+			if quiet || rnd.IntN(10) < 8 {
+				status = structs.AllocClientStatusRunning
+			}
+		case a.ClientStatus == structs.AllocClientStatusRunning && quiet:
+			if batch {
+				status = structs.AllocClientStatusComplete
+			}
+			if status == "" && needsHealth(a) {
+				n.outbox[a.ID] = clientUpdate(a, a.ClientStatus, now)
+				continue
+			}
+		case a.ClientStatus == structs.AllocClientStatusRunning:
+			switch x := rnd.IntN(100); {
+			case x < 8:
+				status = structs.AllocClientStatusFailed
+			case batch && x < 45:
+				status = structs.AllocClientStatusComplete
+			case needsHealth(a) && x < 80:
+				n.outbox[a.ID] = clientUpdate(a, a.ClientStatus, now)
+				continue
+			}
+		}
+		if status == "" || status == a.ClientStatus {
+			continue
+		}
+		n.outbox[a.ID] = clientUpdate(a, status, now)
+	}
+	if len(n.outbox) == 0 {
+		return false
+	}
+	ids := make([]string, 0, len(n.outbox))
+	for id := range n.outbox {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	updates := make([]*structs.Allocation, 0, len(ids))
+	for _, id := range ids {
+		updates = append(updates, n.outbox[id])
+	}
+	r.stats.Reports++
+	if err := r.Home.Service().UpdateAllocs(ctx, n.id, updates); err != nil {
+		if r.Logf != nil {
+			r.Logf("  report of node %s: %v", n.id, err)
+		}
+		return true
+	}
+	n.outbox = map[string]*structs.Allocation{}
+	return true
+}
+
+// needsHealth reports whether a running alloc of a deployment has not
+// had its health reported yet.
+func needsHealth(a *structs.Allocation) bool {
+	return a.DeploymentID != "" && !a.DeploymentStatus.HasHealth()
+}
+
+// clientUpdate is a node's report that alloc a is now status; a running
+// alloc of a deployment reports itself healthy (its task runs: the
+// task_states health check), as the node agent does after
+// min_healthy_time.
+func clientUpdate(a *structs.Allocation, status string, now time.Time) *structs.Allocation {
+	ts := &structs.TaskState{State: structs.TaskStateRunning, StartedAt: now}
+	switch status {
+	case structs.AllocClientStatusComplete:
+		ts = &structs.TaskState{State: structs.TaskStateDead, StartedAt: now, FinishedAt: now}
+	case structs.AllocClientStatusFailed:
+		ts = &structs.TaskState{State: structs.TaskStateDead, Failed: true, StartedAt: now, FinishedAt: now}
+	}
+	u := &structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: status, ClientDescription: "chaos: " + status,
+		TaskStates: map[string]*structs.TaskState{"t": ts}}
+	switch {
+	case status == structs.AllocClientStatusRunning && a.DeploymentID != "":
+		u.DeploymentID = a.DeploymentID
+		u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(true), Timestamp: now}
+	case status == structs.AllocClientStatusFailed && a.DeploymentID != "" && !a.DeploymentStatus.HasHealth():
+		// A task that died before it was healthy: the agent reports the
+		// alloc unhealthy.
+		u.DeploymentID = a.DeploymentID
+		u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(false), Timestamp: now}
+	}
+	return u
+}
+
+// quiesce brings the cluster to rest: faults off, every node back, every
+// eval delivered (the clock moved to each delayed one's time), every node
+// reporting until nothing changes.
+func (r *Runner) quiesce() error {
+	r.Home.Disarm()
+	r.Env.setStale(0)
+	if r.Home.Crashed() {
+		if err := r.restart(); err != nil {
+			return err
+		}
+	}
+	for _, n := range r.nodes {
+		if n.down {
+			if _, err := r.Home.Service().Heartbeat(r.ctx, n.id); err != nil {
+				return fmt.Errorf("bring node %s back: %w", n.id, err)
+			}
+			n.down = false
+		}
+	}
+	rnd := rand.New(rand.NewPCG(0, 0))
+	for round := 0; round < 500; round++ {
+		r.Home.Sweep(r.ctx)
+		_ = r.Home.Service().CheckDeployments(r.ctx)
+		progress := false
+		for i := 0; i < 100 && r.deliver(1) > 0; i++ {
+			progress = true
+		}
+		for _, n := range r.nodes {
+			if r.report(n, rnd, true) {
+				progress = true
+			}
+		}
+		if progress {
+			continue
+		}
+		if t, ok := r.Env.Queue.earliest(r.Env.Clock.Now()); ok {
+			r.Env.Clock.Advance(t.Sub(r.Env.Clock.Now()) + time.Second)
+			continue
+		}
+		return nil
+	}
+	var left []string
+	r.Env.Queue.mu.Lock()
+	for id, e := range r.Env.Queue.entries {
+		status := "?"
+		if cur, err := r.Home.Store().Eval(r.ctx, id); err == nil {
+			status = cur.Status
+		}
+		left = append(left, fmt.Sprintf("%.8s (%s of %s, %s in the store, in flight %t, wait-until %s)", id, e.ev.TriggeredBy, e.ev.JobID,
+			status, e.inFlight, e.ev.WaitUntil.Format(time.RFC3339)))
+	}
+	r.Env.Queue.mu.Unlock()
+	sort.Strings(left)
+	return fmt.Errorf("the cluster did not come to rest in 500 rounds (%d deliveries); queued: %v", r.stats.Deliveries, left)
+}
+
+// buildJob is the job a registration step submits, in Nomad's API form
+// and through the same conversion and validation as the HTTP API.
+func buildJob(id string, st Step) (*structs.Job, error) {
+	var job *api.Job
+	if st.Batch {
+		job = api.NewBatchJob(id, id, "global", 50)
+	} else {
+		job = api.NewServiceJob(id, id, "global", 50)
+	}
+	job.Datacenters = []string{"dc1"}
+	tg := api.NewTaskGroup("g", st.Count)
+	task := api.NewTask("t", "raw_exec")
+	task.Config = map[string]any{"command": "/bin/true"}
+	task.Env = map[string]string{"VARIANT": fmt.Sprint(st.Variant)}
+	task.Require(&api.Resources{CPU: new(st.CPU), MemoryMB: new(st.Memory)})
+	tg.AddTask(task)
+	// Failures are restarted by the node in real life; here they fail
+	// the alloc at once, and rescheduling has short delays so that a
+	// schedule exercises it (the policy bounds are what the checker
+	// holds the reschedules to).
+	tg.RestartPolicy = &api.RestartPolicy{Attempts: new(0), Mode: new("fail"), Interval: new(time.Minute), Delay: new(time.Second)}
+	if st.Batch {
+		tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(2), Interval: new(time.Hour), Delay: new(5 * time.Second),
+			DelayFunction: new("constant"), Unlimited: new(false)}
+	} else {
+		tg.ReschedulePolicy = &api.ReschedulePolicy{Delay: new(5 * time.Second), DelayFunction: new("exponential"),
+			MaxDelay: new(time.Minute), Unlimited: new(true)}
+	}
+	if !st.Batch {
+		// A rolling update one or two at a time (no canaries: their names
+		// are those of live allocs), no progress deadline (a deployment
+		// failed by its deadline holds placements back, which the count
+		// check would have to tell from a lost one).
+		tg.Update = &api.UpdateStrategy{MaxParallel: new(1 + st.Variant%2), HealthCheck: new("task_states"),
+			MinHealthyTime: new(time.Duration(0)), HealthyDeadline: new(5 * time.Minute), ProgressDeadline: new(time.Duration(0))}
+	}
+	job.AddTaskGroup(tg)
+	return jobspec.FromAPI(job)
+}
+
+// errCrashed is what the harness's crash points return.
+var errCrashed = errors.New("chaos: crashed here")
+
+// IsCrash reports whether err is a harness crash.
+func IsCrash(err error) bool {
+	return errors.Is(err, errCrashed) || strings.Contains(fmt.Sprint(err), errCrashed.Error())
+}

@@ -1,0 +1,197 @@
+// Package chaos is drover's own fault-schedule suite (issue 15): a seeded
+// generator of schedules (operations on service and batch jobs on a few
+// tight nodes, node reports, node losses, clock steps, interleaved with
+// faults), a runner that plays a schedule against a home through the same
+// code the server and the Lambda functions run (controlplane.Service for
+// the API's writes and the nodes' reports, scheduler.Evaluator for the
+// evaluations, the home's own queue delivery adapter), simulated node
+// agents that report their allocations, and a checker of the design
+// brief's invariants once the cluster is quiet.
+//
+// A home (the embedded bbolt store, or DynamoDB on an emulator) plugs in
+// through Home; its faults are its own (crash points in the embedded
+// store's commit path and process restarts; SDK middleware faults on the
+// AWS home). A failing schedule prints its seed and the command that
+// replays it.
+package chaos
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"time"
+)
+
+// Params shape the schedules Generate makes.
+type Params struct {
+	// Nodes, Jobs and Steps are upper bounds; each schedule draws its own
+	// (at least 2 nodes, 2 jobs, Steps/2 steps).
+	Nodes, Jobs, Steps int
+	// FaultRate is the chance that a step is a fault (0..1).
+	FaultRate float64
+	// Sequential plays deliveries one at a time (moto does not isolate
+	// concurrent transactions, so concurrent plans there prove nothing).
+	Sequential bool
+}
+
+// DefaultParams are small schedules: a few nodes whose capacity the jobs
+// can exceed, so that a wrong capacity check would over-commit.
+var DefaultParams = Params{Nodes: 3, Jobs: 5, Steps: 40, FaultRate: 0.15}
+
+// Node capacity in every schedule: jobs ask 100–400 MHz and 64–256 MiB
+// per alloc, so a few allocs fill a node.
+const (
+	NodeCPU    = 1000
+	NodeMemory = 1024
+	NodeDisk   = 10000
+)
+
+// StepKind is what a step does.
+type StepKind int
+
+// The step kinds.
+const (
+	// StepRegister registers (or updates) job Job with Count allocs of
+	// CPU/Memory each; Variant changes the task's environment, so a
+	// registration of an existing job with another variant is a
+	// destructive update.
+	StepRegister StepKind = iota
+	// StepScale sets job Job's group count to Count.
+	StepScale
+	// StepStop stops job Job.
+	StepStop
+	// StepPurge stops and purges job Job.
+	StepPurge
+	// StepDeliver delivers up to N ready evaluations, of different jobs
+	// at once (concurrently when N > 1).
+	StepDeliver
+	// StepReport makes node Node report: pending allocs start, stopped
+	// ones end, and some running ones fail (services and batch) or
+	// finish (batch), as the generator's Rand decides.
+	StepReport
+	// StepAdvance moves the clock by Advance.
+	StepAdvance
+	// StepNodeDown makes node Node miss its heartbeats (its allocs are
+	// lost); StepNodeUp brings it back.
+	StepNodeDown
+	StepNodeUp
+	// StepFault arms the home's fault Fault (one of Home.Faults).
+	StepFault
+	// StepRedeliver delivers again an evaluation already delivered (at
+	// least once, everywhere): the queue's redelivery, or a delayed
+	// eval's timer firing twice or early.
+	StepRedeliver
+)
+
+var stepNames = map[StepKind]string{StepRegister: "register", StepScale: "scale", StepStop: "stop", StepPurge: "purge",
+	StepDeliver: "deliver", StepReport: "report", StepAdvance: "advance", StepNodeDown: "node-down", StepNodeUp: "node-up",
+	StepFault: "fault", StepRedeliver: "redeliver"}
+
+func (k StepKind) String() string { return stepNames[k] }
+
+// Step is one step of a schedule.
+type Step struct {
+	Kind StepKind
+	// Job indexes Schedule.Jobs; Node indexes the nodes.
+	Job, Node int
+	// Count, CPU (MHz), Memory (MiB) and Variant of a registration;
+	// Count of a scale.
+	Count, CPU, Memory, Variant int
+	// Batch: the registration is of a batch job (a job keeps the type of
+	// its first registration until purged).
+	Batch bool
+	// N is how many evaluations a delivery takes at most.
+	N int
+	// Advance is a clock step.
+	Advance time.Duration
+	// Fault names the home's fault; Seed drives its details.
+	Fault string
+	Seed  uint64
+	// Early: a redelivery may be of a delayed eval before its time.
+	Early bool
+}
+
+func (s Step) String() string {
+	switch s.Kind {
+	case StepRegister:
+		kind := "service"
+		if s.Batch {
+			kind = "batch"
+		}
+		return fmt.Sprintf("register %s job%d count=%d cpu=%d mem=%d variant=%d", kind, s.Job, s.Count, s.CPU, s.Memory, s.Variant)
+	case StepScale:
+		return fmt.Sprintf("scale job%d count=%d", s.Job, s.Count)
+	case StepStop, StepPurge:
+		return fmt.Sprintf("%s job%d", s.Kind, s.Job)
+	case StepDeliver:
+		return fmt.Sprintf("deliver %d", s.N)
+	case StepReport, StepNodeDown, StepNodeUp:
+		return fmt.Sprintf("%s node%d", s.Kind, s.Node)
+	case StepAdvance:
+		return fmt.Sprintf("advance %s", s.Advance)
+	case StepFault:
+		return fmt.Sprintf("fault %s", s.Fault)
+	case StepRedeliver:
+		return fmt.Sprintf("redeliver early=%t", s.Early)
+	}
+	return s.Kind.String()
+}
+
+// Schedule is one generated run.
+type Schedule struct {
+	Seed  uint64
+	Nodes int
+	Jobs  int
+	Steps []Step
+}
+
+// Generate makes the schedule of seed: the same seed and params give the
+// same schedule. faults are the home's fault kinds (none: a fault-free
+// schedule).
+func Generate(seed uint64, p Params, faults []string) *Schedule {
+	r := rand.New(rand.NewPCG(seed, 0x15c4a05))
+	s := &Schedule{Seed: seed, Nodes: 2 + r.IntN(max(p.Nodes-1, 1)), Jobs: 2 + r.IntN(max(p.Jobs-1, 1))}
+	n := max(p.Steps/2, 1) + r.IntN(max(p.Steps/2, 1)+1)
+	registered := make([]bool, s.Jobs)
+	batch := make([]bool, s.Jobs)
+	for range n {
+		if len(faults) > 0 && r.Float64() < p.FaultRate {
+			s.Steps = append(s.Steps, Step{Kind: StepFault, Fault: faults[r.IntN(len(faults))], Seed: r.Uint64()})
+			continue
+		}
+		j := r.IntN(s.Jobs)
+		st := Step{Job: j, Node: r.IntN(s.Nodes), Seed: r.Uint64()}
+		switch x := r.IntN(100); {
+		case x < 18 || !registered[j]:
+			if !registered[j] {
+				batch[j] = r.IntN(3) == 0
+			}
+			st.Kind, st.Batch = StepRegister, batch[j]
+			st.Count = 1 + r.IntN(4)
+			st.CPU = 100 * (1 + r.IntN(4))
+			st.Memory = 64 << r.IntN(3)
+			st.Variant = r.IntN(3)
+			registered[j] = true
+		case x < 26:
+			st.Kind, st.Count = StepScale, r.IntN(6)
+		case x < 30:
+			st.Kind = StepStop
+		case x < 33:
+			st.Kind = StepPurge
+			registered[j] = false
+		case x < 55:
+			st.Kind, st.N = StepDeliver, 1+r.IntN(3)
+		case x < 80:
+			st.Kind = StepReport
+		case x < 88:
+			st.Kind, st.Advance = StepAdvance, time.Duration(1+r.IntN(60))*time.Second
+		case x < 91:
+			st.Kind = StepNodeDown
+		case x < 94:
+			st.Kind = StepNodeUp
+		default:
+			st.Kind, st.Early = StepRedeliver, r.IntN(2) == 0
+		}
+		s.Steps = append(s.Steps, st)
+	}
+	return s
+}

@@ -1,0 +1,214 @@
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+)
+
+// The suite's flags. This package is imported by tests only; both homes'
+// test binaries share these.
+var (
+	flagSeed   = flag.Int64("seed", -1, "chaos: replay this one seed (with its steps logged)")
+	flagSeeds  = flag.Int("seeds", 0, "chaos: how many seeds to run (0: the home's fixed CI seeds)")
+	flagFirst  = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
+	flagSteps  = flag.Int("steps", 0, "chaos: the schedules' step bound (0: the default)")
+	flagRepeat = flag.Int("repeat", 20, "chaos: with -seed, play it up to this many times until it fails (concurrent deliveries make a replay's interleaving vary)")
+)
+
+// Suite runs seeds of one home and summarizes them.
+type Suite struct {
+	// Name is the home's name in the summary ("embedded", "aws/kumo").
+	Name string
+	// Params shape the schedules (zero: DefaultParams).
+	Params Params
+	// CISeeds is how many seeds a plain `go test` runs.
+	CISeeds int
+	// NewHome opens a fresh home for one schedule on env.
+	NewHome func(t testing.TB, env *Env) Home
+	// Replay is the command that replays a seed (%d: the seed).
+	Replay string
+	// Open are invariants whose violations are open findings, not yet
+	// told apart between a drover bug and a gap of the harness's model
+	// (the reason says which): they are counted and logged with their
+	// seeds, and do not fail the run.
+	Open map[string]string
+}
+
+// Summary counts what a suite run did.
+type Summary struct {
+	Home       string
+	Schedules  int
+	Steps      int
+	Operations int
+	OpErrors   int
+	Deliveries int
+	Reports    int
+	Restarts   int
+	Allocs     int
+	Evals      int
+	Faults     map[string]int
+	Violations map[string]int
+	// Failed are the seeds whose schedule broke an invariant.
+	Failed  []uint64
+	Elapsed time.Duration
+}
+
+// Seeds returns the seeds a run takes: the -seed flag's one, or -seeds
+// from -first-seed, or ci from 1.
+func Seeds(ci int) []uint64 {
+	if *flagSeed >= 0 {
+		out := make([]uint64, max(*flagRepeat, 1))
+		for i := range out {
+			out[i] = uint64(*flagSeed)
+		}
+		return out
+	}
+	n := ci
+	if *flagSeeds > 0 {
+		n = *flagSeeds
+	}
+	out := make([]uint64, n)
+	for i := range out {
+		out[i] = *flagFirst + uint64(i)
+	}
+	return out
+}
+
+// Run plays the seeds and fails t, naming each failing seed and its
+// replay command, when a schedule breaks an invariant. It returns the
+// summary (also printed when more seeds than the CI ones were asked).
+func (s Suite) Run(t *testing.T) *Summary {
+	sum := s.RunSeeds(t, Seeds(s.CISeeds), func(seed uint64, v []Violation, steps []Step) {
+		var open []Violation
+		var broken []Violation
+		for _, x := range v {
+			if _, ok := s.Open[x.Invariant]; ok {
+				open = append(open, x)
+			} else {
+				broken = append(broken, x)
+			}
+		}
+		for _, x := range open {
+			t.Logf("%s: seed %d: open finding (%s): %s; replay: %s", s.Name, seed, s.Open[x.Invariant], x, fmt.Sprintf(s.Replay, seed))
+		}
+		v = broken
+		if len(v) == 0 {
+			return
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "%s: seed %d broke %d invariant(s); replay: %s\n", s.Name, seed, len(v), fmt.Sprintf(s.Replay, seed))
+		for i, x := range v {
+			if i == 10 {
+				fmt.Fprintf(&b, "  ... and %d more\n", len(v)-10)
+				break
+			}
+			fmt.Fprintf(&b, "  %s\n", x)
+		}
+		t.Error(b.String())
+	})
+	if *flagSeeds > 0 || *flagSeed >= 0 {
+		sum.Print(os.Stdout)
+	}
+	return sum
+}
+
+// RunSeeds plays the seeds and calls failed for each schedule that broke
+// an invariant; an error of the harness itself fails t.
+func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v []Violation, steps []Step)) *Summary {
+	p := s.Params
+	if p.Steps == 0 {
+		p = DefaultParams
+	}
+	if *flagSteps > 0 {
+		p.Steps = *flagSteps
+	}
+	sum := &Summary{Home: s.Name, Faults: map[string]int{}, Violations: map[string]int{}}
+	start := time.Now()
+	for _, seed := range seeds {
+		env := NewEnv()
+		home := s.NewHome(t, env)
+		faults := append(home.Faults(), FaultStaleRead)
+		sched := Generate(seed, p, faults)
+		r := &Runner{Home: home, Env: env, Params: p}
+		var log strings.Builder
+		if *flagSeed >= 0 {
+			r.Logf = func(format string, args ...any) { fmt.Fprintf(&log, format+"\n", args...) }
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		st, v, err := r.Run(ctx, sched)
+		cancel()
+		home.Close()
+		if err != nil {
+			t.Fatalf("%s: seed %d: the harness failed: %v; replay: %s", s.Name, seed, err, fmt.Sprintf(s.Replay, seed))
+		}
+		sum.Schedules++
+		sum.Steps += st.Steps
+		sum.Operations += st.Operations
+		sum.OpErrors += st.OpErrors
+		sum.Deliveries += st.Deliveries
+		sum.Reports += st.Reports
+		sum.Restarts += st.Restarts
+		sum.Allocs += st.Allocs
+		sum.Evals += st.Evals
+		for k, n := range st.Faults {
+			sum.Faults[k] += n
+		}
+		if len(v) > 0 {
+			sum.Failed = append(sum.Failed, seed)
+			seen := map[string]bool{}
+			for _, x := range v {
+				if !seen[x.Invariant] {
+					seen[x.Invariant] = true
+					sum.Violations[x.Invariant]++
+				}
+			}
+			if log.Len() > 0 {
+				t.Log("the failing run:\n" + log.String())
+			}
+			failed(seed, v, sched.Steps)
+			if *flagSeed >= 0 {
+				break
+			}
+		}
+	}
+	sum.Elapsed = time.Since(start)
+	return sum
+}
+
+// Print writes the summary table.
+func (s *Summary) Print(w io.Writer) {
+	fmt.Fprintf(w, "chaos %s: %d schedules in %s\n", s.Home, s.Schedules, s.Elapsed.Round(time.Second))
+	row := func(k string, v any) { fmt.Fprintf(w, "  %-34s %v\n", k, v) }
+	row("steps", s.Steps)
+	row("operations (refused/failed)", fmt.Sprintf("%d (%d)", s.Operations, s.OpErrors))
+	row("deliveries", s.Deliveries)
+	row("node reports", s.Reports)
+	row("restarts", s.Restarts)
+	row("allocs at rest", s.Allocs)
+	row("evals at rest", s.Evals)
+	kinds := make([]string, 0, len(s.Faults))
+	total := 0
+	for k, n := range s.Faults {
+		kinds = append(kinds, k)
+		total += n
+	}
+	sort.Strings(kinds)
+	row("faults", total)
+	for _, k := range kinds {
+		row("  "+k, s.Faults[k])
+	}
+	fmt.Fprintf(w, "  %-34s %s\n", "schedules violating", "")
+	for _, inv := range Invariants {
+		row("  "+inv, s.Violations[inv])
+	}
+	if len(s.Failed) > 0 {
+		row("failing seeds", s.Failed)
+	}
+}

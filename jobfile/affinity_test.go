@@ -1,0 +1,65 @@
+package jobfile
+
+import (
+	"testing"
+)
+
+// TestAffinityAndSpreadDecode: affinity blocks (with the operator
+// defaulting to "=", and a shorthand) and spread blocks with labelled
+// target blocks, at job, group and task level, as Nomad's HCL has them.
+func TestAffinityAndSpreadDecode(t *testing.T) {
+	job, err := parseString(`
+job "web" {
+  affinity {
+    attribute = "${node.class}"
+    value     = "large"
+    weight    = 80
+  }
+  spread {
+    attribute = "${node.datacenter}"
+    weight    = 100
+    target "dc1" { percent = 70 }
+    target "dc2" { percent = 30 }
+  }
+  group "web" {
+    count = 10
+    affinity {
+      attribute = "${meta.rack}"
+      set_contains_any = "r1,r2"
+      weight = -50
+    }
+    spread { attribute = "${meta.rack}" }
+    task "server" {
+      driver = "raw_exec"
+      config { command = "/bin/sleep" }
+      affinity {
+        attribute = "${attr.kernel.version}"
+        operator  = "version"
+        value     = ">= 5.0"
+      }
+    }
+  }
+}`, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := job.Affinities[0]
+	if a.LTarget != "${node.class}" || a.Operand != "=" || a.RTarget != "large" || a.Weight == nil || *a.Weight != 80 {
+		t.Fatalf("job affinity: %+v", a)
+	}
+	s := job.Spreads[0]
+	if s.Attribute != "${node.datacenter}" || *s.Weight != 100 || len(s.SpreadTarget) != 2 ||
+		s.SpreadTarget[0].Value != "dc1" || s.SpreadTarget[0].Percent != 70 || s.SpreadTarget[1].Value != "dc2" || s.SpreadTarget[1].Percent != 30 {
+		t.Fatalf("job spread: %+v", s)
+	}
+	tg := job.TaskGroups[0]
+	if g := tg.Affinities[0]; g.Operand != "set_contains_any" || g.RTarget != "r1,r2" || *g.Weight != -50 {
+		t.Fatalf("group affinity: %+v", g)
+	}
+	if gs := tg.Spreads[0]; gs.Attribute != "${meta.rack}" || gs.Weight != nil || len(gs.SpreadTarget) != 0 {
+		t.Fatalf("group spread: %+v", gs)
+	}
+	if ta := tg.Tasks[0].Affinities[0]; ta.Operand != "version" || ta.RTarget != ">= 5.0" || ta.Weight != nil {
+		t.Fatalf("task affinity: %+v", ta)
+	}
+}
