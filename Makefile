@@ -4,7 +4,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin/drover
 
-.PHONY: build test lint dev dev-stop bench clean lambda bench-c1m bench-burst chaos
+.PHONY: build test lint dev dev-stop bench clean lambda bench-c1m bench-burst chaos chaos-aws
 
 ## build: the drover binary (CLI, dev agent, task supervisor) into bin/
 build:
@@ -46,6 +46,13 @@ FIRST ?= 1
 chaos:
 	@if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/ -seed $(SEED); \
 	else $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' ./chaos/ -v -seeds $(SEEDS) -first-seed $(FIRST) | grep -v '^=== RUN'; fi
+
+## chaos-aws: the same on the AWS home, on kumo (EMULATORS=kumo,moto adds
+## moto's leg: about 8 s a schedule there)
+EMULATORS ?= kumo
+chaos-aws:
+	@if [ -n "$(SEED)" ]; then DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/aws/ -seed $(SEED); \
+	else DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -timeout 120m -run '^TestChaos$$' ./chaos/aws/ -v -seeds $(SEEDS) -first-seed $(FIRST) | grep -v '^=== RUN'; fi
 
 ## dev: start the dev agent in the background and run the example job
 dev: build

@@ -19,6 +19,7 @@ import (
 type localControlPlane struct{ *controlplane.Service }
 
 var _ nodeagent.ControlPlane = localControlPlane{}
+var _ nodeagent.ServiceRegistry = localControlPlane{}
 
 // PreviousAlloc implements nodeagent.ControlPlane.
 func (l localControlPlane) PreviousAlloc(ctx context.Context, nodeID, allocID string) (*structs.Allocation, error) {

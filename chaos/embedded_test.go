@@ -21,9 +21,6 @@ func embeddedSuite() chaos.Suite {
 			return h
 		},
 		Replay: "go test ./chaos -run TestChaos/embedded -seed %d",
-		Open: map[string]string{chaos.InvCount: "a service group left one or two allocs short at rest, with room on a node, " +
-			"after rolling updates interleaved with failures and crashes (about 2% of schedules); not yet told apart " +
-			"between the harness's model of deployment health and a reconciler bug"},
 	}
 }
 

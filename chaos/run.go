@@ -428,6 +428,12 @@ func (r *Runner) dump() {
 			r.Logf("  alloc %.8s %s v%d job=%t node=%.8s… desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s", a.ID, a.Name, a.JobVersion, a.Job != nil,
 				a.NodeID[len(a.NodeID)-4:], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID)
 		}
+		if d, err := st.LatestDeployment(r.ctx, "default", j); err == nil {
+			r.Logf("  deployment %.8s v%d %s %q", d.ID, d.JobVersion, d.Status, d.StatusDescription)
+			for g, s := range d.TaskGroups {
+				r.Logf("    %s: %+v", g, *s)
+			}
+		}
 		es, _ := st.EvalsByJob(r.ctx, "default", j)
 		for _, e := range es {
 			r.Logf("  eval %.8s %s %s create=%d wait=%s prev=%.8s blocked=%.8s desc=%q", e.ID, e.TriggeredBy, e.Status, e.CreateIndex,
@@ -526,6 +532,9 @@ func (r *Runner) step(st Step) {
 
 // deliver delivers up to n ready evals of different jobs at once.
 func (r *Runner) deliver(n int) int {
+	if r.Params.Sequential {
+		n = 1
+	}
 	evs := r.Env.Queue.take(n, r.Env.Clock.Now())
 	var wg sync.WaitGroup
 	for _, ev := range evs {
@@ -682,7 +691,7 @@ func (r *Runner) quiesce() error {
 		r.Home.Sweep(r.ctx)
 		_ = r.Home.Service().CheckDeployments(r.ctx)
 		progress := false
-		for r.deliver(1) > 0 {
+		for i := 0; i < 100 && r.deliver(1) > 0; i++ {
 			progress = true
 		}
 		for _, n := range r.nodes {
@@ -699,7 +708,19 @@ func (r *Runner) quiesce() error {
 		}
 		return nil
 	}
-	return errors.New("the cluster did not come to rest in 500 rounds")
+	var left []string
+	r.Env.Queue.mu.Lock()
+	for id, e := range r.Env.Queue.entries {
+		status := "?"
+		if cur, err := r.Home.Store().Eval(r.ctx, id); err == nil {
+			status = cur.Status
+		}
+		left = append(left, fmt.Sprintf("%.8s (%s of %s, %s in the store, in flight %t, wait-until %s)", id, e.ev.TriggeredBy, e.ev.JobID,
+			status, e.inFlight, e.ev.WaitUntil.Format(time.RFC3339)))
+	}
+	r.Env.Queue.mu.Unlock()
+	sort.Strings(left)
+	return fmt.Errorf("the cluster did not come to rest in 500 rounds (%d deliveries); queued: %v", r.stats.Deliveries, left)
 }
 
 // buildJob is the job a registration step submits, in Nomad's API form

@@ -28,6 +28,9 @@ type Params struct {
 	Nodes, Jobs, Steps int
 	// FaultRate is the chance that a step is a fault (0..1).
 	FaultRate float64
+	// Sequential plays deliveries one at a time (moto does not isolate
+	// concurrent transactions, so concurrent plans there prove nothing).
+	Sequential bool
 }
 
 // DefaultParams are small schedules: a few nodes whose capacity the jobs

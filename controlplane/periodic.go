@@ -23,20 +23,24 @@ type ForcePeriodicResponse struct {
 }
 
 // ForcePeriodic launches a periodic job's child now, as Nomad's
-// `job periodic force`: whatever prohibit_overlap says, and also when the
-// block is disabled. A job that is not periodic, or is stopped, is a bad
-// request; a second force within the same second finds the child launched
-// and is a conflict.
+// `job periodic force`, whatever prohibit_overlap says. A job that does not
+// launch on its own (not periodic, disabled, stopped, or parameterized:
+// Nomad's IsPeriodicActive) is a bad request; a second force within the
+// same second finds the child launched and is a conflict.
 func (s *Service) ForcePeriodic(ctx context.Context, namespace, jobID string) (*ForcePeriodicResponse, error) {
 	job, err := s.store.Job(ctx, namespace, jobID)
 	if err != nil {
 		return nil, fmt.Errorf("force launch of %s: %w", jobID, err)
 	}
-	if !job.IsPeriodic() {
+	switch {
+	case !job.IsPeriodic():
 		return nil, badRequest("job %q is not periodic", jobID)
-	}
-	if job.Stop {
+	case job.Stop:
 		return nil, badRequest("job %q is stopped: a stopped periodic job cannot be launched", jobID)
+	case !job.Periodic.Enabled:
+		return nil, badRequest("job %q has its periodic block disabled (enabled = false)", jobID)
+	case job.IsParameterized():
+		return nil, badRequest("job %q is parameterized: dispatch it; each dispatched child is launched periodically", jobID)
 	}
 	now := s.now()
 	res, err := scheduler.LaunchPeriodicChild(ctx, s.store, s.queue, job, now.Truncate(time.Second), now)

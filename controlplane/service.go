@@ -57,6 +57,7 @@ type Store interface {
 	UpsertNamespace(ctx context.Context, ns *structs.Namespace) (*structs.Namespace, error)
 	DeleteNamespace(ctx context.Context, name string) error
 	Jobs(ctx context.Context, namespace, prefix string) ([]*structs.Job, error)
+	SystemJobs(ctx context.Context) ([]*structs.Job, error)
 	SchedulerConfig(ctx context.Context) (*structs.SchedulerConfiguration, error)
 	SetSchedulerConfig(ctx context.Context, cfg *structs.SchedulerConfiguration, cas *uint64) (bool, uint64, error)
 	UpsertServiceRegistrations(ctx context.Context, nodeID string, regs []*structs.ServiceRegistration) (uint64, error)
@@ -371,7 +372,7 @@ func (s *Service) UpdateAllocs(ctx context.Context, nodeID string, updates []*st
 		return err
 	}
 	failedJobs := map[string]*structs.Allocation{}
-	freed := false
+	freed := s.redoLostReactions(ctx, updates, changes, failedJobs)
 	for _, c := range changes {
 		a := c.Alloc
 		wasTerminal := (&structs.Allocation{ClientStatus: c.PrevClientStatus}).ClientTerminalStatus()
@@ -396,6 +397,41 @@ func (s *Service) UpdateAllocs(ctx context.Context, nodeID string, updates []*st
 		s.unblock(ctx, "capacity freed on node "+nodeID)
 	}
 	return nil
+}
+
+// redoLostReactions handles a report the node sends again because its
+// first sending failed: the store may have written it and the process
+// died (or its answer was lost) before the reactions ran, so this time
+// nothing changes and the reactions would never run (found by the chaos
+// suite). For each update that changed nothing, the stored alloc is
+// looked at: a terminal one may have freed room (true is returned: the
+// caller unblocks), and a failed one still wanted, not yet replaced and
+// with no follow-up eval attached gets its job into failedJobs. Doing
+// this when the first reactions did run is harmless: an extra evaluation
+// of the job finds nothing to do, an extra unblock re-queues evals that
+// block again.
+func (s *Service) redoLostReactions(ctx context.Context, updates []*structs.Allocation, changes []*storage.ClientAllocChange,
+	failedJobs map[string]*structs.Allocation) bool {
+	changed := make(map[string]bool, len(changes))
+	for _, c := range changes {
+		changed[c.Alloc.ID] = true
+	}
+	freed := false
+	for _, u := range updates {
+		if changed[u.ID] || !(&structs.Allocation{ClientStatus: u.ClientStatus}).ClientTerminalStatus() {
+			continue
+		}
+		a, err := s.store.Alloc(ctx, u.ID)
+		if err != nil || !a.ClientTerminalStatus() {
+			continue
+		}
+		freed = true
+		if a.ClientStatus == structs.AllocClientStatusFailed && a.DesiredStatus == structs.AllocDesiredStatusRun &&
+			a.NextAllocation == "" && a.FollowupEvalID == "" {
+			failedJobs[structs.NamespacedJobID(a.Namespace, a.JobID)] = a
+		}
+	}
+	return freed
 }
 
 func (s *Service) unblock(ctx context.Context, reason string) {

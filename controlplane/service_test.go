@@ -467,3 +467,49 @@ func TestDrainDeadlineEncoding(t *testing.T) {
 		t.Fatalf("a forced drain marked %d allocs, want all 3 at once", m)
 	}
 }
+
+// TestResentReportRedoesLostReactions: a node sends a report again when
+// the first sending failed, and the first may have been written before
+// the control plane died (or its answer was lost): the resent report
+// changes nothing in the store, and still the reactions run, so a failed
+// alloc is rescheduled and freed room unblocks evaluations (found by the
+// chaos suite: `go test ./chaos -run TestChaos/embedded -seed 973`).
+func TestResentReportRedoesLostReactions(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	allocs := f.place(testJob("web", 2), nil, "n1", "n1")
+	blocked := &structs.Evaluation{ID: structs.GenerateUUID(), Namespace: "default", JobID: "other", Type: "service",
+		TriggeredBy: structs.EvalTriggerQueuedAllocs, Status: structs.EvalStatusBlocked}
+	if _, err := f.store.UpsertEvals(f.ctx, blocked); err != nil {
+		t.Fatal(err)
+	}
+	failed := &structs.Allocation{ID: allocs[0].ID, ClientStatus: structs.AllocClientStatusFailed,
+		TaskStates: map[string]*structs.TaskState{"t": {State: structs.TaskStateDead, Failed: true, FinishedAt: f.clk.Now()}}}
+	// The first sending: written, then the process died before reacting.
+	if _, err := f.store.UpdateAllocsFromClient(f.ctx, "n1", []*structs.Allocation{failed}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.pendingEvals("web", structs.EvalTriggerRetryFailedAlloc); len(got) != 0 {
+		t.Fatalf("reaction ran before the resend: %v", got)
+	}
+	// The node sends it again.
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{failed}); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.pendingEvals("web", structs.EvalTriggerRetryFailedAlloc); len(got) != 1 {
+		t.Fatalf("the resent failure created %d alloc-failure evals, want 1", len(got))
+	}
+	if e, err := f.store.Eval(f.ctx, blocked.ID); err != nil || e.Status != structs.EvalStatusPending {
+		t.Fatalf("the blocked eval after the resent terminal report: %+v %v", e, err)
+	}
+
+	// A resent running report (nothing terminal) reacts to nothing.
+	running := &structs.Allocation{ID: allocs[1].ID, ClientStatus: structs.AllocClientStatusRunning}
+	before, _ := f.store.EvalsByJob(f.ctx, "default", "web")
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{running}); err != nil {
+		t.Fatal(err)
+	}
+	if after, _ := f.store.EvalsByJob(f.ctx, "default", "web"); len(after) != len(before) {
+		t.Fatalf("a resent running report created evals: %d → %d", len(before), len(after))
+	}
+}

@@ -28,14 +28,13 @@ func isSystemJob(t string) bool {
 
 // systemJobEvals returns node-update evaluations of the running system and
 // sysbatch jobs that may place on node n, except those of skip (jobs that
-// get an evaluation anyway, by namespace/ID). It reads every job: system
-// jobs are few, but the listing is not (see the README, "System and
-// sysbatch jobs").
+// get an evaluation anyway, by namespace/ID). It reads only the system and
+// sysbatch jobs (the store lists them apart), never the other jobs.
 func (s *Service) systemJobEvals(ctx context.Context, n *structs.Node, trigger string, skip map[string]bool) ([]*structs.Evaluation, error) {
 	if !n.Ready() {
 		return nil, nil
 	}
-	jobs, err := s.store.Jobs(ctx, "*", "")
+	jobs, err := s.store.SystemJobs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list jobs for the system jobs of node %s: %w", n.ID, err)
 	}

@@ -45,6 +45,9 @@ type NetworkCreateRequest struct {
 	// Hostname is the group network's hostname ("" leaves the driver's
 	// default).
 	Hostname string
+	// DNS is the group network's dns block: the namespace's resolver
+	// (nil: the driver's default).
+	DNS *structs.DNSConfig
 	// Ports are the alloc's host ports (AllocatedResources.Shared.Ports):
 	// each one's host port Value on HostIP is forwarded to To inside the
 	// namespace (To <= 0: the same number).

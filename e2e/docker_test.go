@@ -19,8 +19,8 @@ import (
 )
 
 // dockerServiceJob is a service answering HTTP on addr with text and
-// $VERSION, from the test image, on the host's network (drover does not
-// map group network ports yet).
+// $VERSION, from the test image, on the host's network (network_mode
+// host: it listens on addr itself).
 func dockerServiceJob(id, image, addr, text, version string) *api.Job {
 	job := api.NewServiceJob(id, id, "global", 50)
 	job.Datacenters = []string{"dc1"}
@@ -125,6 +125,62 @@ func TestDockerServiceEndToEnd(t *testing.T) {
 	if got := answer(addr); got != "" {
 		t.Fatalf("still answering %q after stop", got)
 	}
+
+	// A bridge-mode group on the same agent: the proxy, on the alloc's
+	// dynamic host port mapped to 8080, reaches the backend over the
+	// group's shared localhost; stopping the job leaves no container, the
+	// namespace's pause container included.
+	const bridgeID = "docker-bridge"
+	t.Cleanup(func() {
+		for _, id := range jobContainers(t, cli, bridgeID) {
+			_, _ = cli.ContainerRemove(context.Background(), id, client.ContainerRemoveOptions{Force: true})
+		}
+	})
+	register(t, c, dockerBridgeJob(bridgeID, image))
+	var hostAddr string
+	waitFor(t, 60*time.Second, "the bridge alloc's port", func() bool {
+		allocs, _, err := c.Jobs().Allocations(bridgeID, false, nil)
+		if err != nil || len(allocs) != 1 {
+			return false
+		}
+		alloc, _, err := c.Allocations().Info(allocs[0].ID, nil)
+		if err != nil || alloc.AllocatedResources == nil || len(alloc.AllocatedResources.Shared.Ports) != 1 {
+			return false
+		}
+		p := alloc.AllocatedResources.Shared.Ports[0]
+		if n := alloc.AllocatedResources.Shared.Networks; len(n) != 1 || n[0].Mode != "bridge" || p.To != 8080 {
+			t.Fatalf("bridge alloc's network %+v, ports %+v", n, p)
+		}
+		hostAddr = net.JoinHostPort(p.HostIP, strconv.Itoa(p.Value))
+		return true
+	})
+	waitFor(t, 60*time.Second, "the proxy answering with the backend", func() bool { return answer(hostAddr) == "proxied: backend" })
+	if n := len(jobContainers(t, cli, bridgeID)); n != 3 {
+		t.Fatalf("%d containers of the bridge job, want the pause container and two tasks", n)
+	}
+	if _, _, err := c.Jobs().Deregister(bridgeID, false, nil); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 60*time.Second, "no container of the bridge job left", func() bool { return len(jobContainers(t, cli, bridgeID)) == 0 })
+}
+
+// dockerBridgeJob is a bridge-mode group of two docker tasks: a backend on
+// 127.0.0.1:9000 only, and a proxy to it on the group's port "http"
+// (dynamic, mapped to 8080).
+func dockerBridgeJob(id, image string) *api.Job {
+	job := api.NewServiceJob(id, id, "global", 50)
+	job.Datacenters = []string{"dc1"}
+	task := func(name string, args ...string) *api.Task {
+		t := api.NewTask(name, "docker").SetConfig("image", image).SetConfig("args", args).
+			Require(&api.Resources{CPU: ptr(50), MemoryMB: ptr(32)})
+		t.KillTimeout = ptr(2 * time.Second)
+		return t
+	}
+	proxy := task("proxy", "proxy", ":${NOMAD_PORT_http}", "http://127.0.0.1:9000/").SetConfig("ports", []string{"http"})
+	tg := api.NewTaskGroup("api", 1).AddTask(task("backend", "serve", "127.0.0.1:9000", "backend")).AddTask(proxy)
+	tg.Networks = []*api.NetworkResource{{Mode: "bridge", DynamicPorts: []api.Port{{Label: "http", To: 8080}}}}
+	job.AddTaskGroup(tg)
+	return job
 }
 
 // TestDockerFigures measures the docker driver's figures for the README

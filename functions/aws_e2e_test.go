@@ -338,10 +338,17 @@ func TestAWSHomeEndToEnd(t *testing.T) {
 		return len(m["run/running"]) == 1 && len(m["stop/complete"]) == 2 && len(procsWith(script+" v1")) == 1
 	})
 	before := status("web")["run/running"][0]
-	register(serviceJob("web", 1, script, "v2"))
+	// v2 also registers a service: the agent registers it through the API.
+	v2 := serviceJob("web", 1, script, "v2")
+	v2.TaskGroups[0].Services = []*api.Service{{Name: "web-aws", Tags: []string{"aws"}}}
+	register(v2)
 	waitFor(t, 60*time.Second, "the alloc replaced by one running the new args", func() bool {
 		m := status("web")
 		return len(m["run/running"]) == 1 && m["run/running"][0] != before && len(procsWith(script+" v1")) == 0 && len(procsWith(script+" v2")) == 1
+	})
+	waitFor(t, 30*time.Second, "the service registered by the node on AWS", func() bool {
+		regs, _, err := c.Services().Get("web-aws", nil)
+		return err == nil && len(regs) == 1 && regs[0].NodeID == nodeID && regs[0].AllocID == status("web")["run/running"][0]
 	})
 	if _, _, err := c.Jobs().Deregister("web", false, nil); err != nil {
 		t.Fatal(err)
@@ -349,6 +356,10 @@ func TestAWSHomeEndToEnd(t *testing.T) {
 	waitFor(t, 60*time.Second, "the job stopped and its process gone", func() bool {
 		m := status("web")
 		return len(m["run/running"]) == 0 && len(procsWith(script+" v2")) == 0
+	})
+	waitFor(t, 30*time.Second, "the service deregistered", func() bool {
+		regs, _, err := c.Services().Get("web-aws", nil)
+		return err == nil && len(regs) == 0
 	})
 
 	okScript, failScript := filepath.Join(dir, "ok.sh"), filepath.Join(dir, "fail.sh")

@@ -89,9 +89,9 @@ func TestValidateJob(t *testing.T) {
 	if err != nil || len(resp.ValidationErrors) != 1 || !strings.Contains(resp.Error, "Count") {
 		t.Fatalf("invalid count: %v %+v", err, resp)
 	}
-	job.TaskGroups[0].Networks = []*api.NetworkResource{{DNS: &api.DNSConfig{Servers: []string{"1.1.1.1"}}}}
+	job.TaskGroups[0].Networks = []*api.NetworkResource{{CNI: &api.CNIConfig{Args: map[string]string{"a": "b"}}}}
 	resp, _, err = c.Jobs().Validate(job, nil)
-	if err != nil || !strings.Contains(resp.Error, "dns block is not supported") {
+	if err != nil || !strings.Contains(resp.Error, "cni block is not supported") {
 		t.Fatalf("unsupported block: %v %+v", err, resp)
 	}
 	if jobs, _, _ := c.Jobs().List(nil); len(jobs) != 0 {

@@ -126,6 +126,10 @@ func TestPeriodicForce(t *testing.T) {
 	if r, out := e.do("GET", "/v1/job/"+strings.ReplaceAll(ev.JobID, "/", "%2F"), nil); r.StatusCode != 200 || !strings.Contains(out, `"ParentID":"report"`) {
 		t.Fatalf("child read: %d %s", r.StatusCode, out)
 	}
+	e.mustOK("PUT", "/v1/jobs", strings.Replace(strings.Replace(cronJob, `"ID": "report"`, `"ID": "off"`, 1), `"Spec":`, `"Enabled": false, "Spec":`, 1))
+	if r, out := e.do("PUT", "/v1/job/off/periodic/force", nil); r.StatusCode != 400 || !strings.Contains(out, "disabled") {
+		t.Fatalf("force of a disabled periodic job: %d %s", r.StatusCode, out)
+	}
 	e.mustOK("PUT", "/v1/jobs", goodJob)
 	if r, out := e.do("PUT", "/v1/job/web/periodic/force", nil); r.StatusCode != 400 || !strings.Contains(out, "not periodic") {
 		t.Fatalf("force of a service job: %d %s", r.StatusCode, out)

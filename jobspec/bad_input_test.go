@@ -417,10 +417,6 @@ func TestBadInput(t *testing.T) {
 		{name: "parameterized meta both", batch: true, mut: func(m obj) {
 			jobOf(m)["ParameterizedJob"] = obj{"MetaRequired": list("a", "b"), "MetaOptional": list("b")}
 		}, field: "Job.ParameterizedJob.MetaOptional", rule: "both required and optional: b"},
-		{name: "periodic and parameterized", batch: true, mut: func(m obj) {
-			jobOf(m)["Periodic"] = obj{"Spec": "@daily"}
-			jobOf(m)["ParameterizedJob"] = obj{}
-		}, field: "Job.Periodic", rule: "both periodic and parameterized"},
 		{name: "ui", mut: func(m obj) { jobOf(m)["UI"] = obj{"Description": "web"} }, field: jp, rule: "ui block is not supported"},
 		{name: "dispatched", mut: func(m obj) { jobOf(m)["Dispatched"] = true }, field: "Job.Dispatched", rule: "set by the server on the children"},
 		{name: "dispatch idempotency token", mut: func(m obj) { jobOf(m)["DispatchIdempotencyToken"] = "t" }, field: "Job.DispatchIdempotencyToken", rule: "set by the server on the children"},
@@ -443,7 +439,7 @@ func TestBadInput(t *testing.T) {
 		{name: "network bridge hostname", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "bridge", "Hostname": "web_1"}) }, field: gp + ".Networks[0].Hostname", rule: `must be a valid host name`},
 		{name: "network mode cni", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "cni/mynet"}) }, field: gp + ".Networks[0].Mode", rule: `network mode "cni/mynet" is not supported`},
 		{name: "network mode unknown", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "hots"}) }, field: gp + ".Networks[0].Mode", rule: `unknown network mode "hots"`},
-		{name: "network dns", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"DNS": obj{"Servers": list("1.1.1.1")}}) }, field: gp + ".Networks[0]", rule: "dns block is not supported"},
+		{name: "network dns", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"DNS": obj{"Servers": list("1.1.1.1")}}) }, field: gp + ".Networks[0].DNS", rule: "a dns block is only supported in bridge networking by drover"},
 		{name: "network cni block", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"CNI": obj{"Args": obj{"a": "b"}}}) }, field: gp + ".Networks[0]", rule: "cni block is not supported"},
 		{name: "network null", mut: func(m obj) { grp(m, 0)["Networks"] = list(nil) }, field: gp + ".Networks[0]", rule: "must not be null"},
 		{name: "two networks", mut: func(m obj) { grp(m, 0)["Networks"] = list(obj{"Mode": "host"}, obj{"Mode": "host"}) }, field: gp + ".Networks", rule: "at most one network block per group"},

@@ -236,15 +236,12 @@ func checkTaskInput(t *api.Task, tp string, errs *errorList) {
 }
 
 // checkNetworkInput rejects, on a group network block as given, what
-// drover's conversion does not keep: null blocks, the dns and cni blocks,
-// and ignore_collision.
+// drover's conversion does not keep: null blocks, the cni block, and
+// ignore_collision.
 func checkNetworkInput(n *api.NetworkResource, np string, errs *errorList) {
 	if n == nil {
 		errs.add(np, "must not be null")
 		return
-	}
-	if n.DNS != nil {
-		errs.unsupported(np, "dns")
 	}
 	if n.CNI != nil {
 		errs.unsupported(np, "cni")
@@ -388,6 +385,9 @@ func convertNetwork(n *api.NetworkResource) *structs.NetworkResource {
 		return out
 	}
 	out.ReservedPorts, out.DynamicPorts = convert(n.ReservedPorts), convert(n.DynamicPorts)
+	if d := n.DNS; d != nil {
+		out.DNS = &structs.DNSConfig{Servers: d.Servers, Searches: d.Searches, Options: d.Options}
+	}
 	return out
 }
 

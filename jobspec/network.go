@@ -1,6 +1,7 @@
 package jobspec
 
 import (
+	"net"
 	"regexp"
 	"strings"
 
@@ -51,6 +52,26 @@ func validateNetworks(networks []*structs.NetworkResource, path string, errs *er
 		for _, f := range []struct{ name, v string }{{"Device", n.Device}, {"CIDR", n.CIDR}, {"IP", n.IP}} {
 			if f.v != "" {
 				errs.add(join(np, f.name), "is the node's, set when an alloc is placed; a job must leave it empty (got %q)", f.v)
+			}
+		}
+		if d := n.DNS; d != nil {
+			if n.Mode != structs.NetworkModeBridge {
+				errs.add(join(np, "DNS"), "a dns block is only supported in bridge networking by drover (mode %q): in host mode tasks use the node's resolver", structs.NetworkModeBridge)
+			}
+			for j, s := range d.Servers {
+				if net.ParseIP(s) == nil {
+					errs.add(indexed(join(join(np, "DNS"), "Servers"), j), "must be an IP address (got %q)", s)
+				}
+			}
+			for _, list := range []struct {
+				name string
+				v    []string
+			}{{"Searches", d.Searches}, {"Options", d.Options}} {
+				for j, s := range list.v {
+					if s == "" || strings.ContainsAny(s, " \t\n") {
+						errs.add(indexed(join(join(np, "DNS"), list.name), j), "must be one word, not empty (got %q)", s)
+					}
+				}
 			}
 		}
 		if n.MBits < 0 {

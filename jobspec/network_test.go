@@ -82,6 +82,21 @@ func TestBridgeNetworkForDocker(t *testing.T) {
 			t.Errorf("%s in a bridge group: err %v, want %q", c.field, err, want)
 		}
 	}
+	// A dns block is the namespace's resolver: kept, its servers checked;
+	// in host mode it is refused.
+	withDNS := strings.Replace(fmt.Sprintf(bridge, ""), `"Hostname": "web-1",`, `"Hostname": "web-1", "DNS": {"Servers": ["10.0.0.53"%s], "Searches": ["svc.example"], "Options": ["ndots:2"]},`, 1)
+	n = decode(t, fmt.Sprintf(withDNS, "")).Job.TaskGroups[0].Networks[0]
+	if d := n.DNS; d == nil || !reflect.DeepEqual(d.Servers, []string{"10.0.0.53"}) || !reflect.DeepEqual(d.Searches, []string{"svc.example"}) || !reflect.DeepEqual(d.Options, []string{"ndots:2"}) {
+		t.Fatalf("dns block decoded as %+v", n.DNS)
+	}
+	if _, err := DecodeRegisterRequest(strings.NewReader(fmt.Sprintf(withDNS, `, "resolver"`))); err == nil ||
+		!strings.Contains(err.Error(), `Networks[0].DNS.Servers[1]: must be an IP address (got "resolver")`) {
+		t.Errorf("a dns server that is no address: %v", err)
+	}
+	hostDNS := strings.Replace(fmt.Sprintf(withDNS, ""), `"Mode": "bridge", "Hostname": "web-1", `, "", 1)
+	if _, err := DecodeRegisterRequest(strings.NewReader(hostDNS)); err == nil || !strings.Contains(err.Error(), "Networks[0].DNS: a dns block is only supported in bridge networking") {
+		t.Errorf("a dns block in host mode: %v", err)
+	}
 	// Without a network block, or in host mode, the same options are fine.
 	decode(t, strings.Replace(fmt.Sprintf(bridge, `, "network_mode": "host"`), `"Mode": "bridge", "Hostname": "web-1", `, "", 1))
 }

@@ -35,8 +35,9 @@ func convertParameterized(p *api.ParameterizedJobConfig) *structs.ParameterizedJ
 
 // validatePeriodic applies Nomad's rules on the periodic block: batch or
 // sysbatch jobs only; exactly one of cron and crons; the cron spec type;
-// every expression parsed by Nomad's cron parser; a known time zone; and
-// not together with a parameterized block.
+// every expression parsed by Nomad's cron parser; and a known time zone.
+// A job may be both periodic and parameterized: each dispatched child then
+// launches periodically, as in Nomad.
 func validatePeriodic(j *structs.Job, errs *errorList) {
 	p := j.Periodic
 	if p == nil {
@@ -45,9 +46,6 @@ func validatePeriodic(j *structs.Job, errs *errorList) {
 	pp := "Job.Periodic"
 	if j.Type != structs.JobTypeBatch && j.Type != structs.JobTypeSysBatch {
 		errs.add(pp, "periodic can only be used with %q or %q jobs (got %q)", structs.JobTypeBatch, structs.JobTypeSysBatch, j.Type)
-	}
-	if j.ParameterizedJob != nil {
-		errs.add(pp, "a job cannot be both periodic and parameterized (drover does not support periodic dispatch)")
 	}
 	if p.SpecType != structs.PeriodicSpecCron {
 		errs.add(join(pp, "SpecType"), "unknown periodic spec type %q (only %q)", p.SpecType, structs.PeriodicSpecCron)

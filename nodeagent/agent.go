@@ -262,7 +262,11 @@ func New(cp ControlPlane, cfg Config) (*Agent, error) {
 	}
 	a.logger = cfg.Logger.With(zap.String("node_id", a.nodeID))
 	if reg, ok := cp.(ServiceRegistry); ok {
-		a.services = newServiceLookup(a.logger, reg, a.NodeID)
+		var pollEvery time.Duration
+		if _, paced := cp.(Pacer); paced {
+			pollEvery = servicePollPaced
+		}
+		a.services = newServiceLookup(a.logger, reg, a.NodeID, pollEvery)
 	}
 	if err := a.refreshNode(); err != nil {
 		return nil, fmt.Errorf("nodeagent: fingerprint: %w", err)

@@ -146,3 +146,30 @@ func TestExecDriverExecStreamsInTheTaskChroot(t *testing.T) {
 		t.Fatalf("tty exec: %d %v %q", code, err, tty.String())
 	}
 }
+
+// TestExecTaskAsNobodyWritesItsDirs: an exec task runs as nobody (Nomad's
+// default) and, as in Nomad, can write to its local/ and secrets/ and to
+// the alloc's data dir.
+func TestExecTaskAsNobodyWritesItsDirs(t *testing.T) {
+	requireExec(t)
+	dir := t.TempDir()
+	guardProcesses(t, dir)
+	cp := newFakeCP()
+	cfg := testConfig(t, dir)
+	cfg.EnabledDrivers = []string{execdriver.Name}
+	startAgent(t, cp, cfg)
+	task := execTask("w", `id -un > /local/who && echo s > /secrets/s && echo d > /alloc/data/d`)
+	alloc := testAlloc(testJob(structs.JobTypeBatch, task))
+	cp.addAlloc(alloc)
+	rep := cp.waitReport(t, alloc.ID, "complete or failed", func(a *structs.Allocation) bool {
+		return a.ClientStatus == structs.AllocClientStatusComplete || a.ClientStatus == structs.AllocClientStatusFailed
+	})
+	if rep.ClientStatus != structs.AllocClientStatusComplete {
+		b, _ := os.ReadFile(filepath.Join(dir, "alloc", alloc.ID, "alloc", "logs", "w.stderr.0"))
+		t.Fatalf("the task failed writing its dirs: %s", b)
+	}
+	who, _ := os.ReadFile(filepath.Join(dir, "alloc", alloc.ID, "w", "local", "who"))
+	if strings.TrimSpace(string(who)) != "nobody" {
+		t.Fatalf("the task ran as %q, want nobody", who)
+	}
+}

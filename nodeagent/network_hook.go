@@ -75,7 +75,7 @@ func (h *networkHook) Prerun(ctx context.Context) error {
 		return err
 	}
 	req := &drivers.NetworkCreateRequest{AllocID: alloc.ID, Namespace: alloc.Namespace, JobID: alloc.JobID, TaskGroup: alloc.TaskGroup,
-		Hostname: tg.Networks[0].Hostname}
+		Hostname: tg.Networks[0].Hostname, DNS: tg.Networks[0].DNS}
 	if ar := alloc.AllocatedResources; ar != nil {
 		req.Ports = append(req.Ports, ar.Shared.Ports...)
 	}

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest"
+
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -167,4 +169,47 @@ func TestTemplateListsServiceInstances(t *testing.T) {
 	waitFor(t, 20*time.Second, "re-render with one instance", func() bool { return content() == "10.0.0.1:1002 " })
 	cp.stopAlloc(alloc.ID)
 	cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
+}
+
+// countingRegistry counts the registry reads and whether any blocked.
+type countingRegistry struct {
+	*registryCP
+	mu       sync.Mutex
+	reads    int
+	blocking int
+}
+
+func (c *countingRegistry) ServiceRegistrations(ctx context.Context, nodeID, ns, name string, minIndex uint64, wait time.Duration) ([]*structs.ServiceRegistration, uint64, error) {
+	c.mu.Lock()
+	c.reads++
+	if minIndex > 0 && wait > 0 {
+		c.blocking++
+	}
+	c.mu.Unlock()
+	return c.registryCP.ServiceRegistrations(ctx, nodeID, ns, name, minIndex, wait)
+}
+
+// TestServiceWatchPacedPolls: where requests are paid for, the watch reads
+// the registry's index without blocking, at its pace, and still wakes
+// subscribers when it moves.
+func TestServiceWatchPacedPolls(t *testing.T) {
+	t.Parallel()
+	reg := &countingRegistry{registryCP: newRegistryCP()}
+	l := newServiceLookup(zaptest.NewLogger(t), reg, func() string { return "n1" }, 50*time.Millisecond)
+	ch, cancel := l.Subscribe()
+	defer cancel()
+	waitFor(t, 10*time.Second, "the first index read", func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return reg.reads > 0 })
+	if err := reg.UpsertServiceRegistrations(context.Background(), "n1", []*structs.ServiceRegistration{{ID: "x", ServiceName: "s", Namespace: "default", NodeID: "n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake after the registry changed")
+	}
+	reg.mu.Lock()
+	defer reg.mu.Unlock()
+	if reg.blocking != 0 {
+		t.Fatalf("%d blocking reads, want none when paced", reg.blocking)
+	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,6 +23,12 @@ const IndexOnly = "*"
 // waits (under the HTTP client's timeout and API Gateway's).
 const serviceWatchWait = 20 * time.Second
 
+// servicePollPaced is how often the registry's index is read, without
+// blocking, where each request is paid for (a ControlPlane that is a
+// Pacer: AWS, where a blocking read would keep an API function running
+// for its whole wait).
+const servicePollPaced = 10 * time.Second
+
 // serviceLookup answers templates' nomadService and nomadServices from the
 // control plane's registry (a fresh read each render) and tells
 // subscribers when the registry changed: one goroutine, running while
@@ -31,6 +38,9 @@ type serviceLookup struct {
 	logger   *zap.Logger
 	registry ServiceRegistry
 	nodeID   func() string
+	// pollEvery, when set, replaces blocking reads by a plain read of
+	// the index this often.
+	pollEvery time.Duration
 
 	mu     sync.Mutex
 	subs   map[int]chan struct{}
@@ -40,8 +50,9 @@ type serviceLookup struct {
 
 var _ ServiceSubscriber = (*serviceLookup)(nil)
 
-func newServiceLookup(logger *zap.Logger, registry ServiceRegistry, nodeID func() string) *serviceLookup {
-	return &serviceLookup{logger: logger.Named("services"), registry: registry, nodeID: nodeID, subs: map[int]chan struct{}{}}
+func newServiceLookup(logger *zap.Logger, registry ServiceRegistry, nodeID func() string, pollEvery time.Duration) *serviceLookup {
+	return &serviceLookup{logger: logger.Named("services"), registry: registry, nodeID: nodeID, pollEvery: pollEvery,
+		subs: map[int]chan struct{}{}}
 }
 
 // Service implements tasktemplate.ServiceLookup: the service's instances
@@ -135,7 +146,11 @@ func (l *serviceLookup) Subscribe() (<-chan struct{}, func()) {
 func (l *serviceLookup) watch(ctx context.Context) {
 	var index uint64
 	for ctx.Err() == nil {
-		_, idx, err := l.registry.ServiceRegistrations(ctx, l.nodeID(), structs.DefaultNamespace, IndexOnly, index, serviceWatchWait)
+		min, wait := index, serviceWatchWait
+		if l.pollEvery > 0 {
+			min, wait = 0, 0
+		}
+		_, idx, err := l.registry.ServiceRegistrations(ctx, l.nodeID(), structs.DefaultNamespace, IndexOnly, min, wait)
 		if err != nil {
 			if ctx.Err() == nil {
 				l.logger.Debug("watch the service registry", zap.Error(err))
@@ -157,5 +172,23 @@ func (l *serviceLookup) watch(ctx context.Context) {
 			l.mu.Unlock()
 		}
 		index = idx
+		if l.pollEvery > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(l.pollEvery):
+			}
+		}
 	}
+}
+
+// templatesReadServices reports whether templates may read the service
+// registry: one calls nomadService or nomadServices, or is read from a
+// file (whose text is only known when rendered).
+func templatesReadServices(ts []*structs.Template) bool {
+	for _, t := range ts {
+		if t.SourcePath != "" || strings.Contains(t.EmbeddedTmpl, "nomadService") {
+			return true
+		}
+	}
+	return false
 }

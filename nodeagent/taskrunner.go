@@ -13,6 +13,7 @@ import (
 
 	"github.com/drover-sched/drover/drivers"
 	"github.com/drover-sched/drover/structs"
+	"github.com/drover-sched/drover/tasktemplate"
 )
 
 // Kill defaults.
@@ -146,7 +147,11 @@ func (tr *taskRunner) initHooks() []taskHook {
 		hooks = append(hooks, newArtifactHook(tr.logger))
 	}
 	if len(tr.task.Templates) > 0 {
-		hooks = append(hooks, newTemplateHook(tr.logger, tr, tr.agent.services))
+		var services tasktemplate.ServiceLookup
+		if templatesReadServices(tr.task.Templates) {
+			services = tr.agent.services // only these watch the registry
+		}
+		hooks = append(hooks, newTemplateHook(tr.logger, tr, services))
 	}
 	// Services last: they register with the environment the hooks
 	// before them built.

@@ -219,7 +219,11 @@ func classifyForReschedule(a *structs.Allocation, batch bool) (keep, drop bool) 
 // reschedulable decides whether a failed (or disconnecting) alloc is
 // replaced now, later at the returned time, or not at all:
 //   - an alloc of the active deployment is not replaced unless someone
-//     asked for it (the deployment's health logic owns it);
+//     asked for it (the deployment's health logic owns it), or unless it
+//     was reported healthy before it failed: the health logic has
+//     counted it and will not look at it again, so holding it back
+//     would leave it failed for good once the deployment completes
+//     (Nomad 1.6 does; found by the chaos suite);
 //   - a forced reschedule is now;
 //   - the time counts from the failure; for a disconnecting alloc, from
 //     now; for an unknown alloc whose disconnect timeout is this
@@ -232,7 +236,8 @@ func classifyForReschedule(a *structs.Allocation, batch bool) (keep, drop bool) 
 func (g *groupRun) reschedulable(ai *allocInfo, disconnecting bool) (now, later bool, at time.Time) {
 	r := g.r
 	a := ai.alloc
-	if d := r.deployment; d != nil && a.DeploymentID == d.ID && d.Active() && !a.DesiredTransition.ShouldReschedule() {
+	if d := r.deployment; d != nil && a.DeploymentID == d.ID && d.Active() && !a.DesiredTransition.ShouldReschedule() &&
+		!a.DeploymentStatus.IsHealthy() {
 		return false, false, time.Time{}
 	}
 	now = a.DesiredTransition.ShouldForceReschedule()

@@ -240,3 +240,31 @@ func TestPeriodicStaleAndStopped(t *testing.T) {
 		}
 	}
 }
+
+// TestPeriodicDispatchedChildLaunches: a periodic parameterized job arms
+// no launch of its own; each dispatched child is periodic and arms its own.
+func TestPeriodicDispatchedChildLaunches(t *testing.T) {
+	h := newHarness(t)
+	clock := &fakeClock{t: at("2026-03-01T10:00:30Z")}
+	h.eval.Now = clock.Now
+	ctx := context.Background()
+	j := periodicJob("pd", "*/10 * * * *")
+	j.ParameterizedJob = &structs.ParameterizedJobConfig{Payload: structs.DispatchPayloadOptional}
+	reg, err := h.service.RegisterJob(ctx, &controlplane.RegisterRequest{Job: j})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.run(reg.EvalID)
+	if l := h.launches("pd"); len(l) != 0 {
+		t.Fatalf("the parameterized parent armed %d launches", len(l))
+	}
+	d, err := h.service.DispatchJob(ctx, &controlplane.DispatchRequest{Namespace: "default", JobID: "pd"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.run(d.EvalID)
+	if n := len(h.liveAllocs(d.DispatchedJobID)); n != 0 {
+		t.Fatalf("the periodic dispatched child placed %d allocs", n)
+	}
+	h.oneLaunch(d.DispatchedJobID, at("2026-03-01T10:10:00Z"))
+}

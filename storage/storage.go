@@ -234,6 +234,11 @@ type Store interface {
 	// Jobs lists current jobs whose ID starts with prefix, in namespace
 	// ("" or "*" for all), sorted by namespace then ID.
 	Jobs(ctx context.Context, namespace, prefix string) ([]*structs.Job, error)
+	// SystemJobs lists the current jobs of type system and sysbatch, of
+	// every namespace (stopped ones included), sorted by namespace then
+	// ID: what a node that joins may have to run. Its cost grows with
+	// the number of such jobs, not with the number of all jobs.
+	SystemJobs(ctx context.Context) ([]*structs.Job, error)
 
 	// JobSnapshot reads what an evaluation of the job needs.
 	JobSnapshot(ctx context.Context, namespace, jobID string) (*JobSnapshot, error)

@@ -2,6 +2,7 @@ package structs
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -45,6 +46,26 @@ type NetworkResource struct {
 	MBits         int    `cbor:"6,keyasint,omitempty"` // deprecated in Nomad; kept as given
 	ReservedPorts []Port `cbor:"7,keyasint,omitempty"`
 	DynamicPorts  []Port `cbor:"8,keyasint,omitempty"`
+	// DNS is the alloc's resolver configuration (the dns block; bridge
+	// mode only), nil for the node's.
+	DNS *DNSConfig `cbor:"9,keyasint,omitempty"`
+}
+
+// DNSConfig is a group network's dns block, Nomad's DNSConfig: name
+// servers (IP addresses), search domains and resolver options, written to
+// the resolv.conf of the alloc's network namespace.
+type DNSConfig struct {
+	Servers  []string `cbor:"1,keyasint,omitempty"`
+	Searches []string `cbor:"2,keyasint,omitempty"`
+	Options  []string `cbor:"3,keyasint,omitempty"`
+}
+
+// Equal reports whether two dns blocks are the same (nil: none).
+func (d *DNSConfig) Equal(o *DNSConfig) bool {
+	if d == nil || o == nil {
+		return d == o
+	}
+	return slices.Equal(d.Servers, o.Servers) && slices.Equal(d.Searches, o.Searches) && slices.Equal(d.Options, o.Options)
 }
 
 // Port is one port of a network: Label names it (NOMAD_PORT_<label>),
@@ -89,6 +110,9 @@ func (n *NetworkResource) Copy() *NetworkResource {
 	if n.DynamicPorts == nil {
 		c.DynamicPorts = nil
 	}
+	if n.DNS != nil {
+		c.DNS = &DNSConfig{Servers: slices.Clone(n.DNS.Servers), Searches: slices.Clone(n.DNS.Searches), Options: slices.Clone(n.DNS.Options)}
+	}
 	return &c
 }
 
@@ -103,7 +127,7 @@ func (n *NetworkResource) Equal(o *NetworkResource) bool {
 	if n == nil || o == nil {
 		return n == o
 	}
-	if n.Mode != o.Mode || n.Device != o.Device || n.CIDR != o.CIDR || n.IP != o.IP || n.Hostname != o.Hostname || n.MBits != o.MBits {
+	if n.Mode != o.Mode || n.Device != o.Device || n.CIDR != o.CIDR || n.IP != o.IP || n.Hostname != o.Hostname || n.MBits != o.MBits || !n.DNS.Equal(o.DNS) {
 		return false
 	}
 	return portsEqual(n.ReservedPorts, o.ReservedPorts) && portsEqual(n.DynamicPorts, o.DynamicPorts)

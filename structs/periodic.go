@@ -36,8 +36,8 @@ const (
 // PeriodicConfig is Nomad's periodic block: the job launches a child at
 // each time its cron expressions match, in TimeZone.
 type PeriodicConfig struct {
-	// Enabled: a disabled periodic job launches nothing (force launches
-	// still work, as in Nomad).
+	// Enabled: a disabled periodic job launches nothing, and cannot be
+	// force-launched either (Nomad's rule).
 	Enabled bool
 	// Spec is the single cron expression (the `cron` argument); Specs the
 	// list (`crons`). Nomad's cron syntax: 5 fields (minute first), 6
@@ -137,9 +137,11 @@ func (j *Job) IsPeriodic() bool {
 }
 
 // IsPeriodicActive reports whether the job launches children on its own:
-// periodic, enabled, not stopped (Nomad's IsPeriodicActive).
+// periodic, enabled, not stopped and not a parameterized parent (Nomad's
+// IsPeriodicActive: a periodic parameterized job is dispatched, and each
+// dispatched child is a periodic job of its own).
 func (j *Job) IsPeriodicActive() bool {
-	return j.IsPeriodic() && j.Periodic.Enabled && !j.Stop
+	return j.IsPeriodic() && j.Periodic.Enabled && !j.Stop && !j.IsParameterized()
 }
 
 // IsParameterized reports whether the job is a parameterized parent (not

@@ -133,3 +133,19 @@ func TestDispatchChild(t *testing.T) {
 		t.Fatal("a dispatched child counts as a parameterized parent")
 	}
 }
+
+// TestPeriodicDispatch: a periodic parameterized job launches nothing
+// itself; its dispatched children are periodic jobs that do.
+func TestPeriodicDispatch(t *testing.T) {
+	parent := &Job{ID: "p", Type: JobTypeBatch, Periodic: &PeriodicConfig{Enabled: true, Spec: "@hourly"}, ParameterizedJob: &ParameterizedJobConfig{}}
+	if parent.IsPeriodicActive() || !parent.IsParent() {
+		t.Fatal("a periodic parameterized parent launches by itself")
+	}
+	c := NewDispatchChild(parent, time.Unix(1700000000, 0), "abcd0123", nil, nil, "")
+	if !c.IsPeriodicActive() || !c.IsParent() || c.IsParameterized() {
+		t.Fatalf("a dispatched child of a periodic job does not launch: %+v", c)
+	}
+	if k := NewPeriodicChild(c, time.Unix(1700003600, 0)); k.IsParent() || k.ParentID != c.ID || k.ID != c.ID+"/periodic-1700003600" {
+		t.Fatalf("grandchild %+v", k)
+	}
+}

@@ -61,6 +61,10 @@ func commands(meta Meta) map[string]cli.CommandFactory {
 		"node drain":       &NodeDrainCommand{Meta: meta},
 		"node eligibility": &NodeEligibilityCommand{Meta: meta},
 
+		"service":          &ServiceCommand{},
+		"service list":     &ServiceListCommand{Meta: meta},
+		"service info":     &ServiceInfoCommand{Meta: meta},
+		"service delete":   &ServiceDeleteCommand{Meta: meta},
 		"namespace":        &NamespaceCommand{},
 		"namespace apply":  &NamespaceApplyCommand{Meta: meta},
 		"namespace list":   &NamespaceListCommand{Meta: meta},

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"os"
 	"path/filepath"
 	"strings"
@@ -43,6 +44,16 @@ func TestJobDispatchAndPeriodicForce(t *testing.T) {
 	r = ta.run(t, "job", "periodic", "force", "-detach", "report")
 	mustCode(t, r, 0)
 	mustContain(t, r.stdout, "Force periodic successful", "Evaluation ID: ")
+	// The payload from standard input ("-").
+	var out, errb bytes.Buffer
+	code := runIO(withAddress([]string{"job", "dispatch", "-detach", "-meta", "input=b", "proc", "-"}, ta.addr), strings.NewReader("from stdin"), &out, &errb)
+	if code != 0 {
+		t.Fatalf("dispatch from stdin: %d %s %s", code, out.String(), errb.String())
+	}
+	stdinChild := strings.TrimSpace(strings.SplitN(strings.SplitN(out.String(), "= ", 2)[1], "\n", 2)[0])
+	if job, _, err := ta.client.Jobs().Info(stdinChild, nil); err != nil || string(job.Payload) != "from stdin" {
+		t.Fatalf("child %q from stdin: %v", stdinChild, err)
+	}
 	r = ta.run(t, "job", "status", "proc")
 	mustCode(t, r, 0)
 	mustContain(t, r.stdout, "Parameterized", "Children Job Summary", "Dispatched Jobs", child)

@@ -32,8 +32,8 @@ func (c *JobPeriodicForceCommand) Help() string {
 Usage: drover job periodic force [options] <job>
 
   Launches a child of the periodic job now, as Nomad's "job periodic
-  force": whatever prohibit_overlap says, and also when the periodic block
-  is disabled. The child's evaluation is monitored unless -detach.
+  force", whatever prohibit_overlap says (a disabled or stopped periodic
+  job is refused). The child's evaluation is monitored unless -detach.
 ` + clientOptionsUsage() + `
 
 Periodic Force Options:

@@ -35,8 +35,9 @@ type ControlPlane struct {
 }
 
 var (
-	_ nodeagent.ControlPlane = (*ControlPlane)(nil)
-	_ nodeagent.Pacer        = (*ControlPlane)(nil)
+	_ nodeagent.ControlPlane    = (*ControlPlane)(nil)
+	_ nodeagent.Pacer           = (*ControlPlane)(nil)
+	_ nodeagent.ServiceRegistry = (*ControlPlane)(nil)
 )
 
 // The agent's pace on AWS, where each request is paid for: an idle node

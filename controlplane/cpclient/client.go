@@ -39,6 +39,7 @@ type Client struct {
 }
 
 var _ nodeagent.ControlPlane = (*Client)(nil)
+var _ nodeagent.ServiceRegistry = (*Client)(nil)
 
 // Option configures a Client.
 type Option func(*Client, *options)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/binary"
 	"fmt"
+	"net/netip"
 	"runtime"
 	"sync"
 
@@ -58,11 +59,24 @@ func (d *Driver) CreateNetwork(ctx context.Context, req *drivers.NetworkCreateRe
 	if err != nil {
 		return nil, err
 	}
+	var dns []netip.Addr
+	var search, options []string
+	if d := req.DNS; d != nil {
+		for _, s := range d.Servers {
+			a, err := netip.ParseAddr(s)
+			if err != nil {
+				return nil, fmt.Errorf("dns servers: %w", err)
+			}
+			dns = append(dns, a)
+		}
+		search, options = d.Searches, d.Options
+	}
 	labels := map[string]string{labelAllocID: req.AllocID, labelJobID: req.JobID, labelNamespace: req.Namespace,
 		labelTaskGroup: req.TaskGroup, labelPause: "true"}
 	opts := client.ContainerCreateOptions{Name: name,
 		Config: &container.Config{Image: image, Labels: labels, Hostname: req.Hostname, ExposedPorts: exposed},
-		HostConfig: &container.HostConfig{PortBindings: bindings,
+		// The tasks that join the namespace share its resolv.conf.
+		HostConfig: &container.HostConfig{PortBindings: bindings, DNS: dns, DNSSearch: search, DNSOptions: options,
 			// A few MiB are plenty for a process that only waits.
 			Resources: container.Resources{Memory: 16 << 20, MemorySwap: 16 << 20, CPUShares: 2}},
 	}

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -66,6 +67,7 @@ func TestBridgeNetworkSharedByTasks(t *testing.T) {
 	app := drivertest.TaskConfig(t, "app", map[string]any{"image": image, "args": []any{"serve", "127.0.0.1:9000", "backend"}})
 	allocID := app.AllocID
 	req := &drivers.NetworkCreateRequest{AllocID: allocID, JobID: "web", Namespace: "default", TaskGroup: "web", Hostname: "web-1",
+		DNS:   &structs.DNSConfig{Servers: []string{"10.0.0.53"}, Searches: []string{"svc.example"}, Options: []string{"ndots:2"}},
 		Ports: []structs.AllocatedPortMapping{{Label: "http", Value: host, To: 8080, HostIP: "127.0.0.1"}}}
 	iso, err := d.CreateNetwork(ctx, req)
 	if err != nil {
@@ -95,6 +97,16 @@ func TestBridgeNetworkSharedByTasks(t *testing.T) {
 	}
 	if ins.Container.Config.Hostname != "web-1" {
 		t.Errorf("task hostname %q, want the network's web-1", ins.Container.Config.Hostname)
+	}
+	// The task's resolv.conf is the namespace's, from the dns block.
+	resolv, err := os.ReadFile(ins.Container.ResolvConfPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"nameserver 10.0.0.53", "search svc.example", "options ndots:2"} {
+		if !strings.Contains(string(resolv), want) {
+			t.Errorf("the task's resolv.conf lacks %q:\n%s", want, resolv)
+		}
 	}
 
 	url := "http://127.0.0.1:" + strconv.Itoa(host) + "/"

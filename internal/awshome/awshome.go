@@ -128,11 +128,19 @@ func FromEnv(ctx context.Context, opts ...func(*aws.Config)) (*Home, error) {
 			QueueARN: os.Getenv("DROVER_QUEUE_ARN"), RoleARN: os.Getenv("DROVER_SCHEDULER_ROLE_ARN"), Logger: log.Named("schedule")},
 	}
 	h.Nodes = ddb.NewNodeCache(h.Store, ddb.NodeCacheConfig{})
-	h.Evaluator = &scheduler.Evaluator{State: h.Nodes, Queue: h.Queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
-		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: h.Store}, Logger: log.Named("scheduler")}
+	h.Evaluator = NewEvaluator(h.Store, h.Nodes, h.Queue, log.Named("scheduler"))
 	h.Service = controlplane.New(controlplane.Config{Store: h.Store, Queue: h.Queue, Logger: log.Named("control"), Planner: h.Evaluator,
 		HeartbeatTTL: h.HeartbeatTTL})
 	return h, nil
+}
+
+// NewEvaluator wires the AWS home's evaluate service: it reads and
+// commits through the node cache nodes (on store) and sends follow-ups to
+// queue (the SQS queue with Scheduler for delayed evals; the chaos suite's
+// harness queue).
+func NewEvaluator(store *ddb.Store, nodes *ddb.NodeCache, queue scheduler.Queue, log *zap.Logger) *scheduler.Evaluator {
+	return &scheduler.Evaluator{State: nodes, Queue: queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
+		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: store}, Logger: log}
 }
 
 // The AWS home's heartbeat defaults. Each request is paid for: an agent

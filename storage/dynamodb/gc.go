@@ -103,7 +103,9 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		if j.Stop {
 			stoppedJobs[jobPK(ns, id)] = true
 		}
-		if (!j.Stop && j.Type != structs.JobTypeBatch) || j.SubmitTime >= gc.cutoff {
+		// A periodic or parameterized parent is kept until stopped, as
+		// Nomad (it reports such a job running): it has no allocs to go by.
+		if (!j.Stop && (j.Type != structs.JobTypeBatch || j.IsParent())) || j.SubmitTime >= gc.cutoff {
 			continue
 		}
 		items, err := gc.s.queryPrefix(ctx, jobPK(ns, id), "", true)
@@ -147,8 +149,14 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		if !ok {
 			continue
 		}
+		if isSystemType(j.Type) {
+			keys = append(keys, key(jobTypePK(j.Type), ns+"#"+id))
+		}
 		keys = append(keys, key(jobPK(ns, id), skMeta)) // the head goes last
 		if err := gc.s.deleteKeys(ctx, keys); err != nil {
+			return err
+		}
+		if err := gc.deleteServices(ctx, allocIDsOf(items)); err != nil {
 			return err
 		}
 		delete(liveJobs, jobPK(ns, id))
@@ -179,6 +187,7 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 		return err
 	}
 	var doomed []item
+	var doomedIDs []string
 	placedBy := map[string]bool{}
 	for _, it := range allocs {
 		r, err := decodeAlloc(it)
@@ -194,11 +203,15 @@ func (gc *ddbCollector) run(ctx context.Context) error {
 			continue
 		}
 		doomed = append(doomed, key(pk, allocSK(a.ID)), key(nodePK(a.NodeID), allocSK(a.ID)))
+		doomedIDs = append(doomedIDs, a.ID)
 		gc.nodes[a.NodeID] = true
 		gc.res.Allocs++
 		gc.tables = append(gc.tables, storage.TableAllocs)
 	}
 	if err := gc.s.deleteKeys(ctx, doomed); err != nil {
+		return err
+	}
+	if err := gc.deleteServices(ctx, doomedIDs); err != nil {
 		return err
 	}
 	// Terminal evals no remaining alloc was placed by.
@@ -351,4 +364,25 @@ func (gc *ddbCollector) collectJobCopies(ctx context.Context) error {
 		}
 	}
 	return gc.s.deleteKeys(ctx, doomed)
+}
+
+// deleteServices removes the service registrations of collected allocs
+// (reads never serve them: this only reclaims the items).
+func (gc *ddbCollector) deleteServices(ctx context.Context, allocIDs []string) error {
+	deleted, err := gc.s.deleteAllocServices(ctx, allocIDs)
+	if deleted {
+		gc.tables = append(gc.tables, storage.TableServiceRegistrations)
+	}
+	return err
+}
+
+// allocIDsOf lists the alloc IDs of a job partition's items.
+func allocIDsOf(items []item) []string {
+	var out []string
+	for _, it := range items {
+		if sk := getS(it, "SK"); strings.HasPrefix(sk, "ALLOC#") {
+			out = append(out, strings.TrimPrefix(sk, "ALLOC#"))
+		}
+	}
+	return out
 }

@@ -7,6 +7,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
+
 	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/structs"
 )
@@ -229,6 +232,7 @@ func (s *Store) writeJob(ctx context.Context, head *jobHead, job *structs.Job, e
 		u.acts = append(u.acts, s.put(s.versionItem(job), "", nil, "job version"))
 	}
 	u.acts = append(u.acts, s.evalActions(e, nil)...)
+	u.acts = append(u.acts, s.typeMarkerActions(existing, job)...)
 	vals := item{":ver": avU(job.Version), ":jmi": avU(job.JobModifyIndex), ":ci": avU(job.CreateIndex), ":i": avU(idx),
 		":stp": avBool(job.Stop), ":t": avBool(true), ":g1pk": avS("JOB"), ":g1sk": avS(job.Namespace + "#" + job.ID),
 		":o": avN(openDelta(nil, e))}
@@ -281,6 +285,9 @@ func (s *Store) DeregisterJob(ctx context.Context, req *storage.DeregisterJobReq
 		e.JobModifyIndex = idx
 		stampEval(e, nil, idx, now)
 		acts := s.evalActions(e, nil)
+		if isSystemType(existing.Type) {
+			acts = append(acts, s.del(key(jobTypePK(existing.Type), req.Namespace+"#"+req.JobID), "", "job type marker"))
+		}
 		acts = append(acts, s.update(key(jobPK(req.Namespace, req.JobID), skMeta),
 			"SET purged = :t, mi = :i, seen = :t REMOVE jmi, g1pk, g1sk ADD nOpen :o", "mi = :pmi", nil,
 			item{":t": avBool(true), ":i": avU(idx), ":o": avN(openDelta(nil, e)), ":pmi": avU(head.mi)},
@@ -364,6 +371,13 @@ func (s *Store) Jobs(ctx context.Context, ns, prefix string) ([]*structs.Job, er
 	for _, k := range keys {
 		hk = append(hk, key(getS(k, "PK"), getS(k, "SK")))
 	}
+	return s.currentJobs(ctx, hk, prefix)
+}
+
+// currentJobs reads the current versions of the jobs whose head keys are
+// hk (those that exist and whose ID starts with prefix), sorted by
+// namespace then ID.
+func (s *Store) currentJobs(ctx context.Context, hk []item, prefix string) ([]*structs.Job, error) {
 	heads, err := s.batchGet(ctx, hk)
 	if err != nil {
 		return nil, err
@@ -405,5 +419,62 @@ func (s *Store) Jobs(ctx context.Context, ns, prefix string) ([]*structs.Job, er
 		}
 		return out[a].ID < out[b].ID
 	})
+	return out, nil
+}
+
+// System and sysbatch jobs are listed by a marker item per job, written
+// with its head (see README.md, "System jobs"): PK JOBTYPE#<type>, SK
+// <namespace>#<job ID>. SystemJobs reads the two markers' partitions, then
+// the jobs, so finding the system jobs of a node that registers costs
+// what there are of them, not what there are of all jobs.
+
+// jobTypePK is the partition of the markers of a job type's jobs.
+func jobTypePK(jobType string) string { return "JOBTYPE#" + jobType }
+
+// isSystemType reports whether jobs of type t run on every eligible node.
+func isSystemType(t string) bool { return t == structs.JobTypeSystem || t == structs.JobTypeSysBatch }
+
+// typeMarkerActions keeps job's type marker in step with a write of it:
+// put when it is a system job, and the marker of its former type removed
+// when the type changed (prev nil: a new job).
+func (s *Store) typeMarkerActions(prev, job *structs.Job) []action {
+	var acts []action
+	sk := job.Namespace + "#" + job.ID
+	if prev != nil && prev.Type != job.Type && isSystemType(prev.Type) {
+		acts = append(acts, s.del(key(jobTypePK(prev.Type), sk), "", "job type marker"))
+	}
+	if isSystemType(job.Type) {
+		m := key(jobTypePK(job.Type), sk)
+		m["ns"], m["jid"] = avS(job.Namespace), avS(job.ID)
+		acts = append(acts, s.put(m, "", nil, "job type marker"))
+	}
+	return acts
+}
+
+// SystemJobs implements storage.Store.
+func (s *Store) SystemJobs(ctx context.Context) ([]*structs.Job, error) {
+	var hk []item
+	for _, t := range []string{structs.JobTypeSystem, structs.JobTypeSysBatch} {
+		items, err := s.query(ctx, &dynamodb.QueryInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
+			KeyConditionExpression: aws.String("PK = :pk"), ExpressionAttributeValues: item{":pk": avS(jobTypePK(t))}})
+		if err != nil {
+			return nil, fmt.Errorf("list %s jobs: %w", t, err)
+		}
+		for _, it := range items {
+			hk = append(hk, key(jobPK(getS(it, "ns"), getS(it, "jid")), skMeta))
+		}
+	}
+	jobs, err := s.currentJobs(ctx, hk, "")
+	if err != nil {
+		return nil, err
+	}
+	// A marker outlives nothing for long, but a job re-registered with
+	// another type between the reads above is not a system job.
+	out := jobs[:0]
+	for _, j := range jobs {
+		if isSystemType(j.Type) {
+			out = append(out, j)
+		}
+	}
 	return out, nil
 }

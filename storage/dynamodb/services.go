@@ -286,3 +286,25 @@ func (s *Store) serviceLive(got map[string]item, r *structs.ServiceRegistration)
 	node, err := decode[structs.Node](getB(n, "v"))
 	return err == nil && node.Status != structs.NodeStatusDown
 }
+
+// deleteAllocServices removes the registrations of allocs garbage
+// collection removed (one query of each alloc's registration list; most
+// have none). It reports whether it deleted any.
+func (s *Store) deleteAllocServices(ctx context.Context, allocIDs []string) (bool, error) {
+	deleted := false
+	for _, id := range allocIDs {
+		entries, err := s.query(ctx, &dynamodb.QueryInput{TableName: &s.table, ConsistentRead: aws.Bool(true),
+			KeyConditionExpression:    aws.String("PK = :pk"),
+			ExpressionAttributeValues: item{":pk": avS(serviceAllocPK(id))}})
+		if err != nil {
+			return deleted, fmt.Errorf("registrations of alloc %s: %w", id, err)
+		}
+		for _, e := range entries {
+			if err := s.deleteService(ctx, getS(e, "ns"), getS(e, "svc"), getS(e, "SK"), id); err != nil {
+				return deleted, fmt.Errorf("delete registration %s of alloc %s: %w", getS(e, "SK"), id, err)
+			}
+			deleted = true
+		}
+	}
+	return deleted, nil
+}

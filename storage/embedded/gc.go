@@ -85,7 +85,9 @@ func (gc *collector) jobs() error {
 		if err != nil {
 			return err
 		}
-		if !j.Stop && j.Type != structs.JobTypeBatch {
+		// A periodic or parameterized parent is kept until stopped, as
+		// Nomad (it reports such a job running): it has no allocs to go by.
+		if !j.Stop && (j.Type != structs.JobTypeBatch || j.IsParent()) {
 			continue
 		}
 		ok, err := gc.jobFinished(j)
@@ -187,6 +189,9 @@ func (gc *collector) deleteJob(j *structs.Job) error {
 		return err
 	}
 	gc.w.touch(storage.TableJobs)
+	if err := tx.Bucket(bJobsByType).Delete(key(j.Type, j.Namespace, j.ID)); err != nil {
+		return err
+	}
 	return tx.Bucket(bJobs).Delete(key(j.Namespace, j.ID))
 }
 

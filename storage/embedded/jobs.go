@@ -97,6 +97,9 @@ func (w *wtx) upsertJobVersion(existing, job *structs.Job) (*structs.Job, error)
 	if err := putJSON(jobs, key(job.Namespace, job.ID), job); err != nil {
 		return nil, err
 	}
+	if err := indexJobType(w.tx, existing, job); err != nil {
+		return nil, err
+	}
 	if err := putJSON(w.tx.Bucket(bJobVersions), versionKey(job.Namespace, job.ID, job.Version), job); err != nil {
 		return nil, err
 	}
@@ -180,6 +183,9 @@ func (s *Store) DeregisterJob(ctx context.Context, req *storage.DeregisterJobReq
 		eval := req.Eval.Copy()
 		if req.Purge {
 			if err := jobs.Delete(key(req.Namespace, req.JobID)); err != nil {
+				return err
+			}
+			if err := w.tx.Bucket(bJobsByType).Delete(key(existing.Type, req.Namespace, req.JobID)); err != nil {
 				return err
 			}
 			w.touch(storage.TableJobs)
@@ -360,4 +366,69 @@ var errStop error = stopErr{}
 
 func decodeJob(data []byte) (*structs.Job, error) {
 	return decodeInto[structs.Job](data)
+}
+
+// isSystemType reports whether jobs of type t run on every eligible node.
+func isSystemType(t string) bool { return t == structs.JobTypeSystem || t == structs.JobTypeSysBatch }
+
+// indexJobType keeps jobs_by_type in step with a write of job (prev: its
+// stored head before, nil for a new job).
+func indexJobType(tx *bolt.Tx, prev, job *structs.Job) error {
+	b := tx.Bucket(bJobsByType)
+	if prev != nil && prev.Type != job.Type {
+		if err := b.Delete(key(prev.Type, prev.Namespace, prev.ID)); err != nil {
+			return err
+		}
+	}
+	if !isSystemType(job.Type) {
+		return nil
+	}
+	return b.Put(key(job.Type, job.Namespace, job.ID), nil)
+}
+
+// buildJobTypeIndex fills jobs_by_type: once, when a state file written
+// before it existed is opened.
+func buildJobTypeIndex(tx *bolt.Tx) error {
+	c := tx.Bucket(bJobs).Cursor()
+	for k, v := c.First(); k != nil; k, v = c.Next() {
+		j, err := decodeJob(v)
+		if err != nil {
+			return err
+		}
+		if err := indexJobType(tx, nil, j); err != nil {
+			return err
+		}
+	}
+	return tx.Bucket(bMeta).Put(keyJobTypesBuilt, putUint(1))
+}
+
+// SystemJobs implements storage.Store: the jobs jobs_by_type lists.
+func (s *Store) SystemJobs(ctx context.Context) ([]*structs.Job, error) {
+	var out []*structs.Job
+	err := s.read(ctx, func(tx *bolt.Tx) error {
+		jobs := tx.Bucket(bJobs)
+		for _, t := range []string{structs.JobTypeSystem, structs.JobTypeSysBatch} {
+			c := tx.Bucket(bJobsByType).Cursor()
+			p := prefixKey(t)
+			for k, _ := c.Seek(p); k != nil && bytes.HasPrefix(k, p); k, _ = c.Next() {
+				v := jobs.Get(k[len(p):])
+				if v == nil {
+					continue
+				}
+				j, err := decodeJob(v)
+				if err != nil {
+					return err
+				}
+				out = append(out, j)
+			}
+		}
+		return nil
+	})
+	sort.Slice(out, func(a, b int) bool {
+		if out[a].Namespace != out[b].Namespace {
+			return out[a].Namespace < out[b].Namespace
+		}
+		return out[a].ID < out[b].ID
+	})
+	return out, err
 }

@@ -63,11 +63,13 @@ var (
 	bServices        = []byte("service_registrations")
 	bServicesByAlloc = []byte("service_registrations_by_alloc")
 	bServicesByNode  = []byte("service_registrations_by_node")
+	// bJobsByType lists the system and sysbatch jobs: type\0ns\0id.
+	bJobsByType = []byte("jobs_by_type")
 
 	allBuckets = [][]byte{bMeta, bJobs, bJobVersions, bAllocs, bAllocsByJob, bAllocsByNode,
 		bAllocsByEval, bEvals, bEvalsByJob, bDeployments, bDeploysByJob, bNodes, bNodeAssignment, bNodeUsage,
 		bEvalsByStatus, bAllocsTerminal, bDeploysActive, bSubmissions, bNamespaces, bConfig,
-		bACLTokens, bACLTokensByHash, bACLPolicies, bNodeSecrets, bServices, bServicesByAlloc, bServicesByNode}
+		bACLTokens, bACLTokensByHash, bACLPolicies, bNodeSecrets, bServices, bServicesByAlloc, bServicesByNode, bJobsByType}
 
 	keyIndex = []byte("index")
 	// keyUsageBuilt is set once the node usage records exist (a file
@@ -79,6 +81,8 @@ var (
 	keyTerminalBuilt = []byte("allocs_terminal_built")
 	// keyActiveBuilt is set once deployments_active is complete.
 	keyActiveBuilt = []byte("deployments_active_built")
+	// keyJobTypesBuilt is set once jobs_by_type is complete.
+	keyJobTypesBuilt = []byte("jobs_by_type_built")
 )
 
 // maxTrackedVersions is how many versions of a job are kept (Nomad keeps 6);
@@ -195,7 +199,12 @@ func OpenWith(path string, opts Options) (*Store, error) {
 			}
 		}
 		if meta.Get(keyActiveBuilt) == nil {
-			return buildActiveDeploymentIndex(tx)
+			if err := buildActiveDeploymentIndex(tx); err != nil {
+				return err
+			}
+		}
+		if meta.Get(keyJobTypesBuilt) == nil {
+			return buildJobTypeIndex(tx)
 		}
 		return nil
 	})

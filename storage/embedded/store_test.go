@@ -157,3 +157,33 @@ func TestUsageBuiltForOlderFiles(t *testing.T) {
 		t.Fatalf("usage after reopening an older file: %+v %v", us, err)
 	}
 }
+
+// TestJobTypeIndexBuiltForOlderFiles: a state file written before
+// jobs_by_type existed gets it built when opened, so its system jobs are
+// still found.
+func TestJobTypeIndexBuiltForOlderFiles(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "state.db")
+	s := open(t, path)
+	ctx := context.Background()
+	for _, j := range []*structs.Job{{Namespace: "default", ID: "agent", Type: structs.JobTypeSystem}, {Namespace: "default", ID: "web", Type: structs.JobTypeService}} {
+		j.TaskGroups = []*structs.TaskGroup{{Name: "g", Count: 1, Tasks: []*structs.Task{{Name: "t"}}}}
+		if _, err := s.RegisterJob(ctx, &storage.RegisterJobRequest{Job: j, Eval: &structs.Evaluation{ID: structs.GenerateUUID(), Namespace: "default", JobID: j.ID}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.DeleteBucket(bJobsByType); err != nil {
+			return err
+		}
+		return tx.Bucket(bMeta).Delete(keyJobTypesBuilt)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s = open(t, path)
+	defer s.Close()
+	jobs, err := s.SystemJobs(ctx)
+	if err != nil || len(jobs) != 1 || jobs[0].ID != "agent" {
+		t.Fatalf("system jobs after reopening an older file: %v %v", jobs, err)
+	}
+}

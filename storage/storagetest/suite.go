@@ -56,6 +56,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"NodeDrainAndEligibility", testNodeDrain},
 		{"AllocDesiredTransitions", testDesiredTransitions},
 		{"GarbageCollect", testGarbageCollect},
+		{"ParentJobs", testParentJobs},
 		{"UpdateAllocsFromClient", testClientUpdates},
 		{"JobStatus", testJobStatus},
 		{"EvalsListing", testEvals},
@@ -77,6 +78,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"PortUsage", testPortUsage},
 		{"ConcurrentPlansNeverShareAPort", testConcurrentPortPlans},
 		{"PlansNeverTakeReservedPorts", testReservedPortPlans},
+		{"SystemJobs", testSystemJobs},
 		{"ServiceRegistrations", testServiceRegistrations},
 		{"ServiceRegistrationsFollowAllocs", testServiceRegistrationsFollowAllocs},
 	}
