@@ -57,6 +57,11 @@ job "shop" {
         args    = ["300"]
       }
       service {
+        name         = "raw"
+        port         = 8080
+        address_mode = "alloc"
+      }
+      service {
         port = "http"
         check {
           type     = "tcp"
@@ -90,7 +95,10 @@ job "shop" {
 	if sc.Type != "script" || sc.Command != "/bin/true" || sc.TaskName != "server" || sc.OnUpdate != structs.OnUpdateIgnore || sc.Args[0] != "-v" {
 		t.Fatalf("script check: %+v", sc)
 	}
-	ts := tg.Tasks[0].Services[0]
+	if raw := tg.Tasks[0].Services[0]; raw.Name != "raw" || raw.PortLabel != "8080" || raw.AddressMode != structs.AddressModeAlloc {
+		t.Fatalf("numeric port service: %+v", raw)
+	}
+	ts := tg.Tasks[0].Services[1]
 	if ts.Name != "shop-web-server" || ts.Checks[0].Type != "tcp" || ts.TaskName != "server" {
 		t.Fatalf("task service: %+v %+v", ts, ts.Checks[0])
 	}

@@ -50,10 +50,14 @@ type serviceHook struct {
 	nodeID   string
 	services []ownedService
 
+	// regMu orders registrations and deregistrations (an update's
+	// re-registration runs on its own goroutine).
+	regMu      sync.Mutex
 	mu         sync.Mutex
 	env        *taskEnv
 	alloc      *structs.Allocation
 	node       *structs.Node
+	running    bool     // between a start and the task's exit or stop
 	registered []string // IDs of what is registered now
 }
 
@@ -119,6 +123,7 @@ func (h *serviceHook) Prestart(req *taskPrestartRequest, resp *taskPrestartRespo
 func (h *serviceHook) Restore(req *taskPrestartRequest, resp *taskPrestartResponse) error {
 	h.mu.Lock()
 	h.env, h.alloc, h.node = resp.Env, req.Alloc, req.Node
+	h.running = true
 	h.mu.Unlock()
 	h.register()
 	return nil
@@ -126,16 +131,23 @@ func (h *serviceHook) Restore(req *taskPrestartRequest, resp *taskPrestartRespon
 
 // Poststart registers the services after each start.
 func (h *serviceHook) Poststart(*structs.Task, *drivers.TaskHandle) error {
+	h.mu.Lock()
+	h.running = true
+	h.mu.Unlock()
 	h.register()
 	return nil
 }
 
-// Update re-registers when an in-place update changed what is
-// registered (canary tags once promoted, for one).
-func (h *serviceHook) Update(alloc *structs.Allocation, _ *structs.Task) {
+// Update takes in an in-place update, as Nomad updates services without
+// replacing the alloc: the new version's services are registered (tags,
+// names, ports) and those it no longer has deregistered.
+func (h *serviceHook) Update(alloc *structs.Allocation, task *structs.Task) {
 	h.mu.Lock()
-	running := len(h.registered) > 0
 	h.alloc = alloc
+	if alloc.Job != nil {
+		h.services = taskServices(alloc.Job.LookupTaskGroup(alloc.TaskGroup), task)
+	}
+	running := h.running
 	h.mu.Unlock()
 	if running {
 		go h.register()
@@ -158,17 +170,35 @@ func (h *serviceHook) Stop(*structs.Task) error {
 	return nil
 }
 
+// register upserts the current registrations and deregisters those
+// registered before that are no longer among them.
 func (h *serviceHook) register() {
+	h.regMu.Lock()
+	defer h.regMu.Unlock()
 	h.mu.Lock()
-	regs := h.registrations()
-	h.mu.Unlock()
-	if len(regs) == 0 {
-		return
+	if !h.running {
+		h.mu.Unlock()
+		return // stopped meanwhile
 	}
-	err := h.retry(func(ctx context.Context) error { return h.registry.UpsertServiceRegistrations(ctx, h.nodeID, regs) })
-	if err != nil {
-		h.logger.Warn("service registration failed", zap.Error(err))
-		return
+	regs := h.registrations()
+	var stale []string
+	for _, id := range h.registered {
+		if !slices.ContainsFunc(regs, func(r *structs.ServiceRegistration) bool { return r.ID == id }) {
+			stale = append(stale, id)
+		}
+	}
+	h.mu.Unlock()
+	if len(regs) > 0 {
+		err := h.retry(func(ctx context.Context) error { return h.registry.UpsertServiceRegistrations(ctx, h.nodeID, regs) })
+		if err != nil {
+			h.logger.Warn("service registration failed", zap.Error(err))
+			return
+		}
+	}
+	if len(stale) > 0 {
+		if err := h.retry(func(ctx context.Context) error { return h.registry.DeleteServiceRegistrations(ctx, h.nodeID, stale) }); err != nil {
+			h.logger.Warn("deregistration of removed services failed", zap.Error(err))
+		}
 	}
 	h.mu.Lock()
 	h.registered = h.registered[:0]
@@ -176,11 +206,14 @@ func (h *serviceHook) register() {
 		h.registered = append(h.registered, r.ID)
 	}
 	h.mu.Unlock()
-	h.logger.Debug("services registered", zap.Int("count", len(regs)))
+	h.logger.Debug("services registered", zap.Int("count", len(regs)), zap.Int("removed", len(stale)))
 }
 
 func (h *serviceHook) deregister() {
+	h.regMu.Lock()
+	defer h.regMu.Unlock()
 	h.mu.Lock()
+	h.running = false
 	ids := h.registered
 	h.registered = nil
 	if len(ids) == 0 {

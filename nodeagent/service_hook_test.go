@@ -213,3 +213,46 @@ func TestServiceWatchPacedPolls(t *testing.T) {
 		t.Fatalf("%d blocking reads, want none when paced", reg.blocking)
 	}
 }
+
+// TestServicesFollowInPlaceUpdate: an in-place update re-registers the
+// task's services as the new version has them (Nomad updates services
+// without replacing the alloc): changed tags, an added service, and a
+// removed one deregistered; the task keeps running.
+func TestServicesFollowInPlaceUpdate(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	guardProcesses(t, dir)
+	cp := newRegistryCP()
+	startAgent(t, cp, testConfig(t, dir))
+	task := shTask("server", "sleep 300")
+	task.Services = []*structs.Service{{Name: "a", TaskName: "server", Tags: []string{"v1"}, Provider: structs.ServiceProviderNomad}}
+	job := testJob(structs.JobTypeService, task)
+	alloc := testAlloc(job)
+	base := alloc.Copy() // the fake control plane changes alloc
+	cp.addAlloc(alloc)
+	aID := structs.ServiceRegistrationID(alloc.ID, "server", "a", "")
+	bID := structs.ServiceRegistrationID(alloc.ID, "server", "b", "")
+	waitFor(t, 20*time.Second, "a registered", func() bool { return cp.registered()[aID] != nil })
+
+	update := func(svcs ...*structs.Service) {
+		upd := base.Copy()
+		upd.Job = job.Copy()
+		upd.Job.Version++
+		job = upd.Job
+		upd.Job.TaskGroups[0].Tasks[0].Services = svcs
+		cp.addAlloc(upd)
+	}
+	update(&structs.Service{Name: "a", TaskName: "server", Tags: []string{"v2"}, Provider: structs.ServiceProviderNomad},
+		&structs.Service{Name: "b", TaskName: "server", Provider: structs.ServiceProviderNomad})
+	waitFor(t, 20*time.Second, "a with v2 and b registered", func() bool {
+		r := cp.registered()
+		return r[aID] != nil && slices.Equal(r[aID].Tags, []string{"v2"}) && r[bID] != nil
+	})
+	update(&structs.Service{Name: "a", TaskName: "server", Tags: []string{"v2"}, Provider: structs.ServiceProviderNomad})
+	waitFor(t, 20*time.Second, "b deregistered", func() bool { r := cp.registered(); return r[bID] == nil && r[aID] != nil })
+	if st := cp.latest(alloc.ID); st == nil || st.TaskStates["server"] == nil || st.TaskStates["server"].Restarts != 0 {
+		t.Fatalf("the task was restarted by a service change: %+v", st)
+	}
+	cp.stopAlloc(alloc.ID)
+	cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
+}

@@ -155,10 +155,10 @@ func (tr *taskRunner) initHooks() []taskHook {
 	}
 	// Services last: they register with the environment the hooks
 	// before them built.
+	// Always there with a registry: an in-place update may add services.
 	if reg, ok := tr.agent.cp.(ServiceRegistry); ok && tr.alloc.Job != nil {
-		if svcs := taskServices(tr.alloc.Job.LookupTaskGroup(tr.alloc.TaskGroup), tr.task); len(svcs) > 0 {
-			hooks = append(hooks, newServiceHook(tr.logger, reg, tr.agent.nodeID, svcs))
-		}
+		svcs := taskServices(tr.alloc.Job.LookupTaskGroup(tr.alloc.TaskGroup), tr.task)
+		hooks = append(hooks, newServiceHook(tr.logger, reg, tr.agent.nodeID, svcs))
 	}
 	return hooks
 }

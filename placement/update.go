@@ -26,13 +26,13 @@ import (
 //   - the group: its number of tasks or their names, its ephemeral disk
 //     (size, sticky, migrate), its network block (mode, ports: the
 //     ports a task was started with), its restart policy's
-//     render_templates, its volume blocks, its service blocks (Nomad
-//     updates services in place; drover re-registers them by replacing
-//     the alloc);
+//     render_templates, its volume blocks;
 //   - per task: driver, user, driver config, env, resources (CPU, cores,
 //     memory, memory max), lifecycle (hook, sidecar), whether logging is
 //     disabled, the restart policy's render_templates, templates,
-//     artifacts, volume mounts (as Nomad's tasksUpdated), services;
+//     artifacts, volume mounts (as Nomad's tasksUpdated; service blocks
+//     are not among them: the node agent re-registers the services of an
+//     alloc updated in place, as Nomad's, and Connect is refused);
 //   - placement preferences: the affinities (job, group and task level)
 //     or spreads (job and group level) that apply to the group, as
 //     Nomad's tasksUpdated (an alloc placed under other preferences is
@@ -128,7 +128,6 @@ func destructiveChange(oldJob *structs.Job, oldTG *structs.TaskGroup, newJob *st
 		!structs.NetworksEqual(oldTG.Networks, newTG.Networks),
 		rendersTemplates(oldTG.RestartPolicy) != rendersTemplates(newTG.RestartPolicy),
 		!reflect.DeepEqual(oldTG.Volumes, newTG.Volumes),
-		!reflect.DeepEqual(oldTG.Services, newTG.Services),
 		!preferencesEqual(groupAffinities(oldJob, oldTG), groupAffinities(newJob, newTG)),
 		!preferencesEqual(groupSpreads(oldJob, oldTG), groupSpreads(newJob, newTG)):
 		return true
@@ -174,8 +173,7 @@ func taskChanged(a, b *structs.Task) bool {
 		rendersTemplates(a.RestartPolicy) != rendersTemplates(b.RestartPolicy) ||
 		!reflect.DeepEqual(a.Templates, b.Templates) ||
 		!reflect.DeepEqual(a.Artifacts, b.Artifacts) ||
-		!reflect.DeepEqual(a.VolumeMounts, b.VolumeMounts) ||
-		!reflect.DeepEqual(a.Services, b.Services)
+		!reflect.DeepEqual(a.VolumeMounts, b.VolumeMounts)
 }
 
 // configEqual compares driver configs (JSON values); nil and empty are

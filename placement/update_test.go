@@ -97,10 +97,10 @@ func TestUpdateType(t *testing.T) {
 		}, want: destructive},
 		{name: "group service", change: func(j *structs.Job) {
 			j.TaskGroups[0].Services = []*structs.Service{{Name: "web", Provider: structs.ServiceProviderNomad}}
-		}, want: destructive},
+		}, want: inplace},
 		{name: "task service tags", change: func(j *structs.Job) {
 			j.TaskGroups[0].Tasks[0].Services = []*structs.Service{{Name: "web", Tags: []string{"v2"}}}
-		}, want: destructive},
+		}, want: inplace},
 		{name: "group volume", change: func(j *structs.Job) {
 			j.TaskGroups[0].Volumes = map[string]*structs.VolumeRequest{"d": {Name: "d", Type: "host", Source: "d"}}
 		}, want: destructive},
