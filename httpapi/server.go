@@ -571,6 +571,10 @@ func (s *Server) blockingParams(r *http.Request) (uint64, time.Duration, error) 
 	return min, wait, nil
 }
 
+// deadlineMargin is the time a blocking query keeps before its request's
+// context deadline to read and write its answer.
+const deadlineMargin = 2 * time.Second
+
 // query answers a read, blocking while ?index= is not passed: fn computes
 // the response and the index it reflects (the max index of tables). With
 // no ?index=, fn runs once.
@@ -581,6 +585,14 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, tables []string, 
 		return
 	}
 	ctx := r.Context()
+	if dl, ok := ctx.Deadline(); ok {
+		// Answer before the request's own deadline (on AWS, the api
+		// function's timeout): cut off by it, a blocking query would
+		// answer nothing, which Lambda's adapter turns into a 500.
+		if left := time.Until(dl) - deadlineMargin; left < wait {
+			wait = max(left, 0)
+		}
+	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {
