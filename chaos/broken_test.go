@@ -9,7 +9,7 @@ import (
 )
 
 // brokenSeeds is how many seeds the broken build plays.
-const brokenSeeds = 300
+const brokenSeeds = 100
 
 // TestBrokenCapacityCheckIsCaught: in a build whose embedded store skips
 // the commit-time capacity check (-tags drover_broken_capacity, as `make
@@ -22,6 +22,11 @@ const brokenSeeds = 300
 func TestBrokenCapacityCheckIsCaught(t *testing.T) {
 	s := embeddedSuite()
 	s.CISeeds = brokenSeeds
+	// Stale node reads are what lets a plan place on a full node; the
+	// other faults only make it rarer.
+	s.Faults = []string{chaos.FaultStaleRead}
+	s.Params = chaos.DefaultParams
+	s.Params.FaultRate = 0.3
 	var caught []uint64
 	s.RunSeeds(t, chaos.Seeds(s.CISeeds), func(seed uint64, v []chaos.Violation, _ []chaos.Step) {
 		for _, x := range v {

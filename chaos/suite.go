@@ -34,6 +34,9 @@ type Suite struct {
 	NewHome func(t testing.TB, env *Env) Home
 	// Replay is the command that replays a seed (%d: the seed).
 	Replay string
+	// Faults, when set, are the only fault kinds generated (default: the
+	// home's and FaultStaleRead).
+	Faults []string
 	// Open are invariants whose violations are open findings, not yet
 	// told apart between a drover bug and a gap of the harness's model
 	// (the reason says which): they are counted and logged with their
@@ -135,6 +138,9 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 		env := NewEnv()
 		home := s.NewHome(t, env)
 		faults := append(home.Faults(), FaultStaleRead)
+		if s.Faults != nil {
+			faults = s.Faults
+		}
 		sched := Generate(seed, p, faults)
 		r := &Runner{Home: home, Env: env, Params: p}
 		var log strings.Builder
