@@ -3,10 +3,12 @@ package agent
 import (
 	"context"
 	"crypto/ed25519"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"io/fs"
 	"net/http"
+	"net/http/httputil"
 	"net/url"
 	"os"
 	"path/filepath"
@@ -64,6 +66,7 @@ func (a *Agent) listenClient() error {
 // checked against the control plane's API (see httpapi.ClientAuth).
 func (a *Agent) clientAPI() (http.Handler, error) {
 	auth := &httpapi.ClientAuth{NodeID: a.node.NodeID(), AllocNamespace: a.node.AllocNamespace}
+	var upstream http.Handler
 	if len(a.cfg.Servers) > 0 {
 		base := a.cfg.Servers[0]
 		tc, err := a.cfg.TLS.ClientConfig()
@@ -81,6 +84,7 @@ func (a *Agent) clientAPI() (http.Handler, error) {
 			return nil, fmt.Errorf("server address %q does not parse", a.cfg.Servers[0])
 		}
 		auth.APIAddress = strings.TrimRight(u.String(), "/")
+		upstream = serversProxy(u, tc)
 		if a.cfg.ControlPlane == nil {
 			// Servers of the embedded home forward, signed; the AWS home
 			// has none.
@@ -92,6 +96,21 @@ func (a *Agent) clientAPI() (http.Handler, error) {
 			}
 		}
 	}
-	return httpapi.NewClientServer(a.node, httpapi.Config{ClientAuth: auth, Logger: a.log.Named("client-http"),
-		Agent: httpapi.AgentInfo{Name: a.nodeName(), Client: true, NodeID: a.node.NodeID()}}), nil
+	return httpapi.NewClientServer(a.node, httpapi.Config{ClientAuth: auth, Upstream: upstream, Logger: a.log.Named("client-http"),
+		Agent: httpapi.AgentInfo{Name: a.nodeName(), Region: a.cfg.Region, Datacenter: a.cfg.Datacenter, Version: Version,
+			HTTPAddr: a.listener.Addr().String(), Client: true, NodeID: a.node.NodeID()}}), nil
+}
+
+// serversProxy passes a client agent's requests for the servers' API on
+// to server (see httpapi.Config.Upstream), over tc when the agents use
+// TLS. Requests keep their method, path, query, body and token; a server
+// that cannot be reached is a 502.
+func serversProxy(server *url.URL, tc *tls.Config) http.Handler {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.TLSClientConfig = tc
+	return &httputil.ReverseProxy{
+		Rewrite:       func(pr *httputil.ProxyRequest) { pr.SetURL(server) },
+		Transport:     tr,
+		FlushInterval: -1, // blocking queries and streams pass through as they come
+	}
 }

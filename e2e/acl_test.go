@@ -161,6 +161,52 @@ func TestNodeIdentityAndTLS(t *testing.T) {
 		allocs, _, err := c.Jobs().Allocations("web", false, nil)
 		return err == nil && len(allocs) == 1 && allocs[0].ClientStatus == "running" && allocs[0].NodeID == nodeID
 	})
+	// Nomad's client calls the node directly, over HTTPS when the node
+	// says TLSEnabled; the node's address also answers the servers' API
+	// (forwarded) and its own agent (`nomad node status -self`).
+	full, _, err := c.Nodes().Info(nodeID, nil)
+	if err != nil || !full.TLSEnabled || full.HTTPAddr == "" {
+		t.Fatalf("node info: TLSEnabled %v HTTPAddr %q %v", full != nil && full.TLSEnabled, full.HTTPAddr, err)
+	}
+	allocs, _, err := c.Jobs().Allocations("web", false, nil)
+	if err != nil || len(allocs) != 1 {
+		t.Fatalf("allocs: %v %v", allocs, err)
+	}
+	alloc, _, err := c.Allocations().Info(allocs[0].ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rc, err := c.AllocFS().Cat(alloc, "alloc/logs/t.stdout.0", nil)
+	if err != nil {
+		t.Fatalf("cat through the node over HTTPS: %v", err)
+	}
+	rc.Close()
+	nodeClient := func(token string) *api.Client {
+		t.Helper()
+		ncfg := api.DefaultConfig()
+		ncfg.Address, ncfg.SecretID = "https://"+full.HTTPAddr, token
+		ncfg.TLSConfig = &api.TLSConfig{CACert: ca.CAFile, ClientCert: cliCert, ClientKey: cliKey}
+		nc, err := api.NewClient(ncfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return nc
+	}
+	nc := nodeClient(root)
+	if self, err := nc.Agent().Self(); err != nil || self.Stats["client"]["node_id"] != nodeID {
+		t.Fatalf("the node's agent/self: %+v %v", self, err)
+	}
+	if jobs, _, err := nc.Jobs().List(nil); err != nil || len(jobs) != 1 {
+		t.Fatalf("jobs through the node's address: %v %v", jobs, err)
+	}
+	anon := nodeClient("")
+	if _, err := anon.Agent().Self(); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("anonymous agent/self on the node: %v", err)
+	}
+	if _, _, err := anon.Jobs().List(nil); err == nil || !strings.Contains(err.Error(), "403") {
+		t.Fatalf("anonymous jobs through the node: %v", err)
+	}
+
 	secretFile := filepath.Join(nodeDir, "client", "client", "node-secret")
 	secret, err := os.ReadFile(secretFile)
 	if err != nil {

@@ -222,6 +222,10 @@ func TestNomadGoClient(t *testing.T) {
 	if err != nil || self.Config["Region"] != "global" {
 		t.Fatalf("agent self: %+v %v", self, err)
 	}
+	// `nomad node status -self` reads the node's ID from the stats.
+	if self.Stats["client"]["node_id"] != nodes[0].ID || self.Stats["nomad"]["leader"] != "true" {
+		t.Fatalf("agent self stats: %+v", self.Stats)
+	}
 	evalID, _, err := c.Jobs().Deregister("nomad-client", true, nil)
 	if err != nil || evalID == "" {
 		t.Fatalf("deregister: %v", err)

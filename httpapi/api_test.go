@@ -438,3 +438,26 @@ func TestBrokenQueryAndOtherRegionAreRefused(t *testing.T) {
 		t.Fatalf("own region: %d", resp.StatusCode)
 	}
 }
+
+// TestBlockingQueryAnswersBeforeRequestDeadline: a blocking query whose
+// request carries a context deadline shorter than its wait (the api
+// function's timeout on AWS) answers with the current state before that
+// deadline instead of being cut off with nothing written.
+func TestBlockingQueryAnswersBeforeRequestDeadline(t *testing.T) {
+	var cfg httpapi.Config
+	e := newEnv(t, func(c *httpapi.Config, _ *embedded.Store) { cfg = *c })
+	h := httpapi.New(cfg)
+	resp, _ := e.do(http.MethodGet, "/v1/jobs", nil)
+	idx := resp.Header.Get("X-Nomad-Index")
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	req := httptest.NewRequest(http.MethodGet, "/v1/jobs?index="+idx+"&wait=1m", nil).WithContext(ctx)
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	if ctx.Err() != nil {
+		t.Fatalf("answered after the request's deadline: %v", ctx.Err())
+	}
+	if rec.Code != http.StatusOK || rec.Header().Get("X-Nomad-Index") != idx || strings.TrimSpace(rec.Body.String()) != "[]" {
+		t.Fatalf("answer before the deadline: %d index %q body %q", rec.Code, rec.Header().Get("X-Nomad-Index"), rec.Body.String())
+	}
+}

@@ -311,7 +311,8 @@ func (s *Server) nodeAllocations(w http.ResponseWriter, r *http.Request) {
 }
 
 // agentSelf answers GET /v1/agent/self in the shape Nomad's clients read:
-// config (region, datacenter, version, server/client enabled) and member.
+// config (region, datacenter, version, server/client enabled), member and
+// stats.
 func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) {
 	a := s.cfg.Agent
 	host, portStr, _ := net.SplitHostPort(a.HTTPAddr)
@@ -331,10 +332,25 @@ func (s *Server) agentSelf(w http.ResponseWriter, r *http.Request) {
 			"Name": a.Name + "." + a.Region, "Addr": host, "Port": port, "Status": "alive",
 			"Tags": map[string]string{"region": a.Region, "dc": a.Datacenter, "build": a.Version, "role": "nomad"},
 		},
-		"stats": map[string]any{"drover": map[string]string{"version": a.Version}},
+		"stats": agentStats(a),
 	}
 	setMeta(w, 1)
 	writeJSON(w, r, http.StatusOK, out)
+}
+
+// agentStats is the agent's stats section as Nomad's: "client" (with the
+// node_id that `nomad node status -self` reads) on an agent that runs a
+// node, "nomad" (server, leader) on a server; drover's version always.
+func agentStats(a AgentInfo) map[string]any {
+	out := map[string]any{"drover": map[string]string{"version": a.Version}}
+	if a.Client && a.NodeID != "" {
+		out["client"] = map[string]string{"node_id": a.NodeID}
+	}
+	if a.Server {
+		// One server per home, and it leads.
+		out["nomad"] = map[string]string{"server": "true", "leader": "true", "bootstrap": "true", "known_regions": "1"}
+	}
+	return out
 }
 
 func (s *Server) statusLeader(w http.ResponseWriter, r *http.Request) {

@@ -148,6 +148,15 @@ type Config struct {
 	// ClientAuth, on a client agent's own listener (NewClientServer),
 	// admits its requests; nil admits all.
 	ClientAuth *ClientAuth
+	// Upstream, on a client agent's own listener (NewClientServer),
+	// receives every request that is not the node's own (its client
+	// routes and /v1/agent/self): the servers' API, as Nomad's client
+	// agents forward what they do not answer to their servers, so that
+	// the node's address is a whole API for the CLI (`nomad node status
+	// -self` on a client). Requests keep their token; the servers check
+	// it. Node-agent routes (/v1/nodeagent/) are never passed on. Nil:
+	// those requests get 404.
+	Upstream http.Handler
 }
 
 // Server serves the API.
@@ -205,11 +214,43 @@ func NewClientServer(node ClientNode, cfg Config) *Server {
 		s.log = zap.NewNop()
 	}
 	s.clientRoutes()
+	s.mux.HandleFunc("GET /v1/agent/self", s.clientAgentSelf)
 	return s
+}
+
+// clientAgentSelf is /v1/agent/self on a client agent's own listener:
+// the node's agent, for a token that may read the node.
+func (s *Server) clientAgentSelf(w http.ResponseWriter, r *http.Request) {
+	if a := s.cfg.ClientAuth; a != nil && r.Header.Get(HeaderForwardSignature) == "" {
+		if err := a.checkToken(r.Context(), acl.SecretOf(r), "", []string{"node:read"}); err != nil {
+			s.clientFail(w, r, err)
+			return
+		}
+	}
+	s.agentSelf(w, r)
+}
+
+// upstream reports whether a client agent's listener passes r on to the
+// servers (see Config.Upstream).
+func (s *Server) upstream(r *http.Request) bool {
+	if s.cfg.Upstream == nil || s.cfg.State != nil {
+		return false
+	}
+	p := r.URL.Path
+	switch {
+	case !strings.HasPrefix(p, "/v1/"), strings.HasPrefix(p, "/v1/client/"), strings.HasPrefix(p, "/v1/nodeagent/"),
+		p == "/v1/agent/self":
+		return false
+	}
+	return true
 }
 
 // ServeHTTP implements http.Handler.
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if s.upstream(r) {
+		s.cfg.Upstream.ServeHTTP(w, r)
+		return
+	}
 	start := time.Now()
 	rw := &statusWriter{ResponseWriter: w}
 	var out http.ResponseWriter = rw
@@ -369,11 +410,19 @@ func (w *gzipWriter) Write(b []byte) (int, error) {
 	return w.gz.Write(b)
 }
 
-// Flush sends what is buffered (log streaming needs it).
+// Flush sends what is buffered (log streaming needs it). A flush before
+// any data starts the gzip stream, so that its header goes out: Nomad's
+// Go client opens the gzip reader as soon as the response headers come,
+// and that read would wait for the first frame of a followed log that is
+// quiet (`nomad alloc logs -f` hung on its first stream).
 func (w *gzipWriter) Flush() {
-	if w.gz != nil {
-		_ = w.gz.Flush()
+	if w.gz == nil {
+		if w.status == 0 {
+			w.WriteHeader(http.StatusOK)
+		}
+		w.gz = gzip.NewWriter(w.statusWriter.ResponseWriter)
 	}
+	_ = w.gz.Flush()
 	if f, ok := w.statusWriter.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}
@@ -530,6 +579,10 @@ func (s *Server) blockingParams(r *http.Request) (uint64, time.Duration, error) 
 	return min, wait, nil
 }
 
+// deadlineMargin is the time a blocking query keeps before its request's
+// context deadline to read and write its answer.
+const deadlineMargin = 2 * time.Second
+
 // query answers a read, blocking while ?index= is not passed: fn computes
 // the response and the index it reflects (the max index of tables). With
 // no ?index=, fn runs once.
@@ -540,6 +593,14 @@ func (s *Server) query(w http.ResponseWriter, r *http.Request, tables []string, 
 		return
 	}
 	ctx := r.Context()
+	if dl, ok := ctx.Deadline(); ok {
+		// Answer before the request's own deadline (on AWS, the api
+		// function's timeout): cut off by it, a blocking query would
+		// answer nothing, which Lambda's adapter turns into a 500.
+		if left := time.Until(dl) - deadlineMargin; left < wait {
+			wait = max(left, 0)
+		}
+	}
 	deadline := time.NewTimer(wait)
 	defer deadline.Stop()
 	for {

@@ -15,7 +15,8 @@ import (
 var validPortLabel = regexp.MustCompile(`^[a-zA-Z0-9_-]{1,128}$`)
 
 // validHostname is what a bridge network's hostname may be (RFC 1123 host
-// names; ${...} interpolation of it is not supported).
+// names); one with ${...} is checked by the engine once interpolated on
+// the node.
 var validHostname = regexp.MustCompile(`^[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?(\.[a-zA-Z0-9]([a-zA-Z0-9-]{0,61}[a-zA-Z0-9])?)*$`)
 
 // validateNetworks applies Nomad's group network rules on what drover
@@ -45,7 +46,7 @@ func validateNetworks(networks []*structs.NetworkResource, path string, errs *er
 		if n.Hostname != "" {
 			if n.Mode != structs.NetworkModeBridge {
 				errs.add(join(np, "Hostname"), "a hostname is only set in bridge networking (mode %q)", structs.NetworkModeBridge)
-			} else if !validHostname.MatchString(n.Hostname) {
+			} else if !strings.Contains(n.Hostname, "${") && !validHostname.MatchString(n.Hostname) {
 				errs.add(join(np, "Hostname"), "must be a valid host name: letters, digits, dashes and dots, at most 253 characters (got %q)", n.Hostname)
 			}
 		}

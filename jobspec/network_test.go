@@ -97,6 +97,8 @@ func TestBridgeNetworkForDocker(t *testing.T) {
 	if _, err := DecodeRegisterRequest(strings.NewReader(hostDNS)); err == nil || !strings.Contains(err.Error(), "Networks[0].DNS: a dns block is only supported in bridge networking") {
 		t.Errorf("a dns block in host mode: %v", err)
 	}
+	// An interpolated hostname is checked on the node, once interpolated.
+	decode(t, strings.Replace(fmt.Sprintf(bridge, ""), `"web-1"`, `"web-${NOMAD_ALLOC_INDEX}"`, 1))
 	// Without a network block, or in host mode, the same options are fine.
 	decode(t, strings.Replace(fmt.Sprintf(bridge, `, "network_mode": "host"`), `"Mode": "bridge", "Hostname": "web-1", `, "", 1))
 }

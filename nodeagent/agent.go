@@ -57,6 +57,8 @@ type Config struct {
 	// client routes, advertised in the node's HTTPAddr (optional; see
 	// SetHTTPAddr).
 	HTTPAddr string
+	// HTTPTLS says HTTPAddr serves HTTPS (the node's TLSEnabled).
+	HTTPTLS bool
 	// NetworkAddress is the IP address the node's allocs' ports are on
 	// (NOMAD_IP_<label>); when empty it is the first address of
 	// NetworkInterface, else the loopback address in dev mode, else the
@@ -334,6 +336,7 @@ func (a *Agent) refreshNode() error {
 		Datacenter:            a.cfg.Datacenter,
 		Name:                  name,
 		HTTPAddr:              a.httpAddr(),
+		TLSEnabled:            a.cfg.HTTPTLS,
 		Attributes:            attrs,
 		NodeResources:         res,
 		ReservedResources:     reserved,

@@ -173,7 +173,8 @@ func TestDockerBridgeGroup(t *testing.T) {
 	proxy := dockerTask("proxy", image, "proxy", ":${NOMAD_PORT_http}", "http://127.0.0.1:9000/")
 	proxy.Config["ports"] = []any{"http"}
 	job := testJob(structs.JobTypeService, app, proxy)
-	job.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeBridge, DynamicPorts: []structs.Port{{Label: "http", To: 8080}}}}
+	job.TaskGroups[0].Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeBridge, Hostname: "web-${NOMAD_ALLOC_INDEX}",
+		DynamicPorts: []structs.Port{{Label: "http", To: 8080}}}}
 	alloc := testAlloc(job)
 	host := freeTCPPort(t)
 	alloc.AllocatedResources.Shared.Networks = []*structs.NetworkResource{{Mode: structs.NetworkModeBridge, IP: "127.0.0.1",
@@ -207,6 +208,16 @@ func TestDockerBridgeGroup(t *testing.T) {
 	before := containersOf(t, cli, alloc.ID)
 	if len(before) != 3 {
 		t.Fatalf("containers %v, want the pause container and two tasks", before)
+	}
+	// The network's hostname, interpolated, is every task's.
+	for _, id := range before {
+		ins, err := cli.ContainerInspect(context.Background(), id, client.ContainerInspectOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if ins.Container.Config.Hostname != "web-0" {
+			t.Errorf("container %s has hostname %q, want web-0", ins.Container.Name, ins.Container.Config.Hostname)
+		}
 	}
 
 	a1.stop(t)

@@ -3,6 +3,7 @@ package nodeagent
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -75,7 +76,7 @@ func (h *networkHook) Prerun(ctx context.Context) error {
 		return err
 	}
 	req := &drivers.NetworkCreateRequest{AllocID: alloc.ID, Namespace: alloc.Namespace, JobID: alloc.JobID, TaskGroup: alloc.TaskGroup,
-		Hostname: tg.Networks[0].Hostname, DNS: tg.Networks[0].DNS}
+		Hostname: h.hostname(alloc, tg.Networks[0].Hostname), DNS: tg.Networks[0].DNS}
 	if ar := alloc.AllocatedResources; ar != nil {
 		req.Ports = append(req.Ports, ar.Shared.Ports...)
 	}
@@ -86,6 +87,17 @@ func (h *networkHook) Prerun(ctx context.Context) error {
 	h.ar.setNetwork(iso)
 	h.ar.logger.Info("alloc network ready", zap.String("mode", structs.NetworkModeBridge), zap.String("ip", iso.IP))
 	return nil
+}
+
+// hostname interpolates the network's hostname as Nomad does (it may name
+// ${NOMAD_ALLOC_INDEX}, ${NOMAD_JOB_NAME}, ${node.unique.name}, ...),
+// with the alloc's variables and the node's.
+func (h *networkHook) hostname(alloc *structs.Allocation, hostname string) string {
+	if !strings.Contains(hostname, "${") {
+		return hostname
+	}
+	env := buildTaskEnv(alloc, &structs.Task{}, h.ar.allocDir, TaskDir{}, h.ar.agent.Node(), nil, drivers.FSIsolationImage, nil)
+	return env.interpolate(hostname)
 }
 
 // Postrun removes the namespace once the alloc's tasks are all dead, as

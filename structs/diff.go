@@ -77,8 +77,11 @@ var serverJobFields = map[string]bool{"Status": true, "StatusDescription": true,
 var flatMaps = map[string]bool{"Meta": true, "Env": true}
 
 // DiffJobs returns how job next differs from cur (nil cur: a new job;
-// nil next: a deleted one). With contextual set, unchanged fields are
-// listed too (Type None), as Nomad's contextual diff that `job plan`
+// nil next: a deleted one). As Nomad's diff, the job's, groups' and
+// tasks' own fields are listed only when they changed, an unchanged
+// block is left out, and every group and task is listed (Type None when
+// unchanged). With contextual set, a changed block lists its unchanged
+// fields too (Type None), as Nomad's contextual diff that `job plan`
 // shows.
 func DiffJobs(cur, next *Job, contextual bool) *JobDiff {
 	out := &JobDiff{Type: DiffTypeNone}
@@ -92,6 +95,7 @@ func DiffJobs(cur, next *Job, contextual bool) *JobDiff {
 	}
 	old, now := asMap(cur), asMap(next)
 	out.Fields, out.Objects = diffMaps(old, now, serverJobFields, contextual)
+	out.Fields = changedFields(out.Fields)
 	groups := map[string][2]*TaskGroup{}
 	var names []string
 	add := func(tg *TaskGroup, i int) {
@@ -141,6 +145,7 @@ func diffGroup(cur, next *TaskGroup, contextual bool) *TaskGroupDiff {
 	}
 	skip := map[string]bool{"Name": true, "Tasks": true}
 	out.Fields, out.Objects = diffMaps(asMap(cur), asMap(next), skip, contextual)
+	out.Fields = changedFields(out.Fields)
 	changed := len(changedFields(out.Fields)) > 0 || len(changedObjects(out.Objects)) > 0
 	byName := map[string][2]*Task{}
 	var names []string
@@ -159,6 +164,7 @@ func diffGroup(cur, next *TaskGroup, contextual bool) *TaskGroupDiff {
 		p := byName[n]
 		td := &TaskDiff{Type: kindOf(p[0] != nil, p[1] != nil), Name: n}
 		td.Fields, td.Objects = diffMaps(asMap(p[0]), asMap(p[1]), map[string]bool{"Name": true}, contextual)
+		td.Fields = changedFields(td.Fields)
 		if td.Type == DiffTypeNone && (len(changedFields(td.Fields)) > 0 || len(changedObjects(td.Objects)) > 0) {
 			td.Type = DiffTypeEdited
 		}
@@ -274,8 +280,8 @@ func diffMaps(old, now map[string]any, skip map[string]bool, contextual bool) ([
 	return fields, objects
 }
 
-// diffObject diffs a nested object; nil when both are absent, or
-// unchanged and not contextual.
+// diffObject diffs a nested object; nil when both are absent or it is
+// unchanged. contextual lists a changed object's unchanged fields.
 func diffObject(name string, o, n map[string]any, contextual bool) *ObjectDiff {
 	if o == nil && n == nil {
 		return nil
@@ -284,12 +290,9 @@ func diffObject(name string, o, n map[string]any, contextual bool) *ObjectDiff {
 	d.Fields, d.Objects = diffMaps(o, n, nil, contextual || d.Type != DiffTypeNone)
 	if d.Type == DiffTypeNone {
 		if len(changedFields(d.Fields)) == 0 && len(changedObjects(d.Objects)) == 0 {
-			if !contextual {
-				return nil
-			}
-		} else {
-			d.Type = DiffTypeEdited
+			return nil
 		}
+		d.Type = DiffTypeEdited
 	}
 	return d
 }
@@ -328,7 +331,7 @@ func diffList(name string, o, n []any, contextual bool) []*ObjectDiff {
 		if d.Type == DiffTypeNone && len(changedFields(d.Fields)) > 0 {
 			d.Type = DiffTypeEdited
 		}
-		if d.Type == DiffTypeNone && !contextual {
+		if d.Type == DiffTypeNone {
 			return nil
 		}
 		return []*ObjectDiff{d}
@@ -347,11 +350,8 @@ func diffList(name string, o, n []any, contextual bool) []*ObjectDiff {
 	}
 	var out []*ObjectDiff
 	for _, v := range o {
-		switch {
-		case !newSet[key(v)]:
+		if !newSet[key(v)] {
 			out = append(out, diffObject(elem, toMap(v), nil, contextual))
-		case contextual:
-			out = append(out, diffObject(elem, toMap(v), toMap(v), contextual))
 		}
 	}
 	for _, v := range n {

@@ -8,7 +8,7 @@ import (
 func diffTestJob() *Job {
 	return &Job{ID: "web", Name: "web", Namespace: "default", Type: JobTypeService, Priority: 50,
 		Datacenters: []string{"dc1"}, Meta: map[string]string{"team": "a"},
-		TaskGroups: []*TaskGroup{{Name: "web", Count: 2, Tasks: []*Task{{Name: "server", Driver: "raw_exec",
+		TaskGroups: []*TaskGroup{{Name: "web", Count: 2, RestartPolicy: &RestartPolicy{Attempts: 2, Mode: "fail"}, Tasks: []*Task{{Name: "server", Driver: "raw_exec",
 			Config: map[string]any{"command": "/bin/sleep", "args": []any{"100"}}, KillTimeout: 5 * time.Second,
 			Resources: &Resources{CPU: 100, MemoryMB: 64}}}}}}
 }
@@ -83,10 +83,41 @@ func TestDiffJobs(t *testing.T) {
 	if args := findObject(cfg.Objects, "args"); args == nil || len(changedFields(args.Fields)) != 2 {
 		t.Fatalf("args: %+v", args)
 	}
-	// Contextual diffs list unchanged fields too, as None.
+	// A contextual diff lists a changed block's unchanged fields, as
+	// None; as Nomad's, the job's, groups' and tasks' own unchanged
+	// fields and unchanged blocks are left out, and unchanged tasks are
+	// listed by name.
 	c := DiffJobs(cur, next, true)
-	if f := findField(c.Fields, "Name"); f == nil || f.Type != DiffTypeNone || f.Old != "web" {
-		t.Fatalf("contextual: %+v", f)
+	for _, f := range c.Fields {
+		if f.Type == DiffTypeNone {
+			t.Fatalf("contextual job field %+v: unchanged fields of the job are not listed", f)
+		}
+	}
+	for _, g := range c.TaskGroups {
+		for _, f := range g.Fields {
+			if f.Type == DiffTypeNone {
+				t.Fatalf("contextual group field %+v", f)
+			}
+		}
+		if g.Name == "web" && findObject(g.Objects, "RestartPolicy") != nil {
+			t.Fatalf("contextual group: the unchanged restart policy is listed: %+v", g.Objects)
+		}
+		for _, o := range g.Objects {
+			if o.Type == DiffTypeNone {
+				t.Fatalf("contextual group block %+v: an unchanged block is left out", o)
+			}
+		}
+		for _, task := range g.Tasks {
+			for _, f := range task.Fields {
+				if f.Type == DiffTypeNone {
+					t.Fatalf("contextual task field %+v", f)
+				}
+			}
+		}
+	}
+	if cfg := findObject(c.TaskGroups[1].Tasks[0].Objects, "Config"); cfg == nil || findField(cfg.Fields, "command") == nil ||
+		findField(cfg.Fields, "command").Type != DiffTypeNone {
+		t.Fatalf("contextual config: %+v", cfg)
 	}
 	if n := DiffJobs(nil, cur, false); n.Type != DiffTypeAdded || n.TaskGroups[0].Type != DiffTypeAdded {
 		t.Fatalf("new job: %+v", n)

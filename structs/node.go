@@ -26,6 +26,10 @@ type Node struct {
 	Datacenter string
 	Name       string
 	HTTPAddr   string
+	// TLSEnabled says the node serves its client routes (HTTPAddr) over
+	// HTTPS: Nomad's Go client and CLI pick the scheme from it when they
+	// call the node directly (alloc logs, fs, exec).
+	TLSEnabled bool
 	// Attributes are fingerprinted facts: kernel.name, os.name, cpu.arch,
 	// cpu.numcores, cpu.totalcompute (MHz), memory.totalbytes,
 	// unique.hostname, driver.raw_exec, nomad.version (drover's), ...
