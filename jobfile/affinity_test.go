@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,28 @@ job "web" {
 	}
 	if ta := tg.Tasks[0].Affinities[0]; ta.Operand != "version" || ta.RTarget != ">= 5.0" || ta.Weight != nil {
 		t.Fatalf("task affinity: %+v", ta)
+	}
+}
+
+// TestOutOfRangeNumber: a number that does not fit its field (an affinity
+// weight of 200 in Nomad's int8) is reported with the field's range, not
+// as "expected a number, got a number".
+func TestOutOfRangeNumber(t *testing.T) {
+	_, err := parseString(`
+job "web" {
+  group "web" {
+    affinity {
+      attribute = "${node.datacenter}"
+      value     = "dc1"
+      weight    = 200
+    }
+    task "server" {
+      driver = "raw_exec"
+      config { command = "/bin/sleep" }
+    }
+  }
+}`, Config{})
+	if err == nil || !strings.Contains(err.Error(), "expected a whole number from -128 to 127, got 200") {
+		t.Fatalf("weight 200: %v", err)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -386,12 +387,29 @@ func jsonAssign(v any, fv reflect.Value, r hcl.Range) hcl.Diagnostics {
 	if err := json.Unmarshal(b, nv.Interface()); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if lo, hi, ok := intRange(te.Type); ok && strings.HasPrefix(te.Value, "number ") {
+				return hcl.Diagnostics{errorf(r, "Unsuitable value", "expected a whole number from %s to %s, got %s", lo, hi, strings.TrimPrefix(te.Value, "number "))}
+			}
 			return hcl.Diagnostics{errorf(r, "Unsuitable value type", "expected %s, got a %s", friendlyType(te.Type), te.Value)}
 		}
 		return hcl.Diagnostics{errorf(r, "Unsuitable value", "%v", err)}
 	}
 	fv.Set(nv.Elem())
 	return nil
+}
+
+// intRange gives the bounds of an integer kind as decimal strings, so that a
+// number that does not fit (a weight of 200 in an int8) is reported with the
+// range rather than as a type mismatch.
+func intRange(t reflect.Type) (lo, hi string, ok bool) {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		b := t.Bits()
+		return strconv.FormatInt(-1<<(b-1), 10), strconv.FormatInt(1<<(b-1)-1, 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "0", strconv.FormatUint(^uint64(0)>>(64-t.Bits()), 10), true
+	}
+	return "", "", false
 }
 
 func friendlyType(t reflect.Type) string {
