@@ -86,9 +86,10 @@ LAMBDA_BUILD = GOOS=linux GOARCH=arm64 CGO_ENABLED=0 $(GO) build -tags lambda.no
 lambda:
 	@for f in $(LAMBDAS); do \
 		$(LAMBDA_BUILD) -o build/$$f/bootstrap ./functions/$$f || exit 1; \
-		$(GO) run github.com/aws/aws-lambda-go/cmd/build-lambda-zip -o build/$$f.zip build/$$f/bootstrap 2>/dev/null || exit 1; \
+		out=$$($(GO) run github.com/aws/aws-lambda-go/cmd/build-lambda-zip -o build/$$f.zip build/$$f/bootstrap 2>&1) || \
+			{ printf '%s\nmake lambda: zipping build/%s/bootstrap failed\n' "$$out" "$$f" >&2; exit 1; }; \
 	done
-	@for f in $(LAMBDAS); do printf '%-28s %s bytes\n' build/$$f/bootstrap $$(stat -c %s build/$$f/bootstrap); done
+	@for f in $(LAMBDAS); do printf '%-28s %s bytes\n' build/$$f/bootstrap $$(wc -c < build/$$f/bootstrap | tr -d ' '); done
 
 ## build-<Function>: what `sam build` runs for each function of template.yaml
 ## (Metadata BuildMethod: makefile): its bootstrap into $(ARTIFACTS_DIR)

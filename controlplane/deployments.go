@@ -296,13 +296,18 @@ func (s *Service) failDeployment(ctx context.Context, d *structs.Deployment, rea
 }
 
 // latestStableBefore returns the newest stable version of d's job older
-// than d's version, or nil.
+// than d's version, or nil. Versions of a purged incarnation of the job
+// do not count: Nomad deletes them with the job.
 func (s *Service) latestStableBefore(ctx context.Context, d *structs.Deployment) (*structs.Job, error) {
 	versions, err := s.store.JobVersions(ctx, d.Namespace, d.JobID)
 	if err != nil {
 		return nil, fmt.Errorf("versions of job %s: %w", d.JobID, err)
 	}
-	for _, v := range versions { // newest first
+	cur, err := s.store.Job(ctx, d.Namespace, d.JobID)
+	if err != nil {
+		return nil, fmt.Errorf("job %s: %w", d.JobID, err)
+	}
+	for _, v := range structs.CurrentIncarnation(versions, cur) { // newest first
 		if v.Version < d.JobVersion && v.Stable && !v.Stop {
 			return v, nil
 		}
@@ -361,6 +366,9 @@ func (s *Service) RevertJob(ctx context.Context, ns, jobID string, version uint6
 	target, err := s.store.JobVersion(ctx, ns, jobID, version)
 	if err != nil {
 		return nil, err
+	}
+	if target.CreateIndex != cur.CreateIndex {
+		return nil, storage.NotFoundf("version %d of job %q (it belonged to the job purged before this one was registered)", version, jobID)
 	}
 	return s.revertTo(ctx, target)
 }

@@ -513,3 +513,42 @@ func TestResentReportRedoesLostReactions(t *testing.T) {
 		t.Fatalf("a resent running report created evals: %d → %d", len(before), len(after))
 	}
 }
+
+// TestAutoRevertIgnoresPurgedVersions: a job purged and registered again
+// does not roll back to a stable version of the purged job when its
+// first deployment fails: in Nomad those versions went with the purge.
+func TestAutoRevertIgnoresPurgedVersions(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	v0 := testJob("web", 1)
+	dep0 := deploymentFor(v0, 0, structs.DeploymentState{DesiredTotal: 1})
+	f.place(v0, dep0, "n1")
+	if _, err := f.store.UpdateDeploymentStatus(f.ctx, &structs.DeploymentStatusUpdate{DeploymentID: dep0.ID,
+		Status: structs.DeploymentStatusSuccessful}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.DeregisterJob(f.ctx, "default", "web", true); err != nil {
+		t.Fatal(err)
+	}
+	vs, err := f.store.JobVersions(f.ctx, "default", "web")
+	if err != nil || len(vs) == 0 || !vs[len(vs)-1].Stable {
+		t.Fatalf("the store keeps the purged job's stable version for its allocs: %v %v", vs, err)
+	}
+	again := testJob("web", 1)
+	again.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/false"}
+	dep1 := deploymentFor(again, vs[0].Version+1, structs.DeploymentState{DesiredTotal: 1, AutoRevert: true})
+	allocs := f.place(again, dep1, "n1")
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{{ID: allocs[0].ID, ClientStatus: "failed",
+		DeploymentID: allocs[0].DeploymentID, DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := f.store.Deployment(f.ctx, dep1.ID)
+	if d.Status != structs.DeploymentStatusFailed ||
+		d.StatusDescription != structs.DeploymentStatusDescriptionFailedAllocations+" - no stable job version to auto revert to" {
+		t.Fatalf("failed deployment: %s %q, want no rollback", d.Status, d.StatusDescription)
+	}
+	cur, _ := f.store.Job(f.ctx, "default", "web")
+	if cur.Version != vs[0].Version+1 || cur.TaskGroups[0].Tasks[0].Config["command"] != "/bin/false" {
+		t.Fatalf("job after the failed deployment: version %d config %v", cur.Version, cur.TaskGroups[0].Tasks[0].Config)
+	}
+}

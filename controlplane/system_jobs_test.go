@@ -1,11 +1,15 @@
 package controlplane
 
 import (
+	"context"
 	"slices"
 	"testing"
 	"time"
 
+	"go.uber.org/zap/zaptest"
+
 	"github.com/drover-sched/drover/storage"
+	"github.com/drover-sched/drover/storage/embedded"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -159,5 +163,36 @@ func TestDrainMovesSystemJobsLast(t *testing.T) {
 		case ignore && (migrating(agent.ID) || n.Drain):
 			t.Fatalf("ignore_system_jobs: agent migrating %v, still draining %v; want neither", migrating(agent.ID), n.Drain)
 		}
+	}
+}
+
+// noListingStore is the real store, refusing to list every job.
+type noListingStore struct {
+	*embedded.Store
+	t *testing.T
+}
+
+func (s noListingStore) Jobs(ctx context.Context, ns, prefix string) ([]*structs.Job, error) {
+	if ns == "" || ns == "*" {
+		s.t.Errorf("Jobs(%q, %q): a node event listed every job", ns, prefix)
+	}
+	return s.Store.Jobs(ctx, ns, prefix)
+}
+
+// TestNodeEventsReadOnlySystemJobs: finding the system jobs of a node that
+// joins reads the store's list of system and sysbatch jobs, never the
+// listing of every job (its cost grows with the system jobs alone).
+func TestNodeEventsReadOnlySystemJobs(t *testing.T) {
+	f := newFixture(t)
+	f.svc = New(Config{Store: noListingStore{Store: f.store, t: t}, Logger: zaptest.NewLogger(t), Now: f.clk.Now, HeartbeatTTL: 10 * time.Second})
+	for _, j := range []*structs.Job{sysJob("agent", structs.JobTypeSystem), testJob("web", 1), testJob("api", 1)} {
+		if _, err := f.svc.RegisterJob(f.ctx, &RegisterRequest{Job: j}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	f.markDone()
+	f.node("n1")
+	if got := f.nodeUpdateEvals("n1"); !slices.Equal(got, []string{"agent"}) {
+		t.Fatalf("a new node: node-update evals of %v, want [agent]", got)
 	}
 }

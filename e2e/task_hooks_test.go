@@ -89,6 +89,11 @@ func TestTemplatesEndToEnd(t *testing.T) {
 	if ev == nil || ev.DisplayMessage != "Template with change_mode restart re-rendered" {
 		t.Fatalf("Restart Signaled %+v; events %v", ev, eventSummary(al.TaskStates["web"]))
 	}
+	// The restarted task's running report may trail its log line: wait for
+	// it, then the job must still have its one alloc (updated in place).
+	waitFor(t, 30*time.Second, "the restarted alloc reported running", func() bool {
+		return count(allocsByStatus(t, c, "tmpl-restart"), "run/running") == 1
+	})
 	if got := allocsByStatus(t, c, "tmpl-restart"); count(got, "run/running") != 1 || len(got) != 1 {
 		t.Fatalf("the update was not in place: %v", got)
 	}

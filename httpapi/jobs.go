@@ -383,6 +383,13 @@ func (s *Server) jobVersions(w http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			return nil, err
 		}
+		// A purged job has no history, and one registered again after a
+		// purge only its own, as in Nomad.
+		cur, err := s.cfg.State.Job(ctx, namespaceOf(r), r.PathValue("id"))
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
+		versions = structs.CurrentIncarnation(versions, cur)
 		if len(versions) == 0 {
 			return nil, storage.NotFoundf("job %q in namespace %q", r.PathValue("id"), namespaceOf(r))
 		}

@@ -17,6 +17,7 @@ import (
 	"math/big"
 	"os"
 	"path/filepath"
+	"regexp"
 	"sort"
 	"strings"
 	"testing"
@@ -25,6 +26,8 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"gopkg.in/yaml.v3"
+
+	"github.com/drover-sched/drover/internal/awshome"
 )
 
 // CloudFormation side.
@@ -521,5 +524,34 @@ func sortedKeys[V any](m map[string]V) []string {
 func mustUnmarshal(s string, v any) {
 	if err := json.Unmarshal([]byte(s), v); err != nil {
 		panic(fmt.Sprintf("%s: %v", s, err))
+	}
+}
+
+// TestNodeRoleArnsPattern: the NodeRoleArns parameter refuses at deploy
+// (CloudFormation applies AllowedPattern to each value of the list) what the
+// api function would refuse at start, so a typo cannot deploy an API whose
+// every request fails; it accepts the empty default and what
+// awshome.ParseNodeRoles accepts.
+func TestNodeRoleArnsPattern(t *testing.T) {
+	p, ok := loadTemplate(t).root["Parameters"].(map[string]any)["NodeRoleArns"].(map[string]any)
+	if !ok {
+		t.Fatal("template.yaml has no parameter NodeRoleArns")
+	}
+	pattern, _ := p["AllowedPattern"].(string)
+	if pattern == "" {
+		t.Fatal("NodeRoleArns has no AllowedPattern")
+	}
+	re, err := regexp.Compile(pattern)
+	if err != nil {
+		t.Fatalf("AllowedPattern %q: %v", pattern, err)
+	}
+	for _, v := range []string{"", "arn:aws:iam::123456789012:role/drover-node", "arn:aws:iam::123456789012:role/path/to/r",
+		"arn:aws-us-gov:iam::123456789012:role/n", "arn:aws:iam::123456789012:user/ci",
+		"drover-node", "arn:aws:iam::1234:role/x", "arn:aws:iam::123456789012:role/", "arn:aws:sts::123456789012:assumed-role/r/s",
+		"arn:aws:iam::123456789012:role/has space"} {
+		_, perr := awshome.ParseNodeRoles(v)
+		if got, want := re.MatchString(v), perr == nil; got != want {
+			t.Errorf("%q: AllowedPattern matches %v, but ParseNodeRoles error is %v", v, got, perr)
+		}
 	}
 }

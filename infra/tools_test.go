@@ -347,3 +347,40 @@ func TestSAMBuildTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestLambdaZipFailureShown: when zipping a bootstrap fails, `make lambda`
+// fails with the zip tool's own error and names the bootstrap, instead of
+// only make's "Error 1". It runs the Makefile in a scratch directory with a
+// stand-in go command whose build writes a file and whose run fails.
+func TestLambdaZipFailureShown(t *testing.T) {
+	mk := requireTool(t, "make", "install GNU make")
+	dir := t.TempDir()
+	data, err := os.ReadFile(filepath.Join("..", "Makefile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fakeGo := filepath.Join(dir, "fake-go")
+	script := `#!/bin/sh
+case "$1" in
+build) while [ $# -gt 0 ]; do if [ "$1" = -o ]; then mkdir -p "$(dirname "$2")"; echo bin > "$2"; fi; shift; done ;;
+run) echo "build-lambda-zip: no space left on device" >&2; exit 1 ;;
+esac
+`
+	if err := os.WriteFile(filepath.Join(dir, "Makefile"), data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(fakeGo, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(mk, "lambda", "GO="+fakeGo, "LAMBDAS=api")
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err == nil {
+		t.Fatalf("make lambda succeeded though the zip failed:\n%s", out)
+	}
+	for _, want := range []string{"build-lambda-zip: no space left on device", "zipping build/api/bootstrap failed"} {
+		if !strings.Contains(string(out), want) {
+			t.Errorf("make lambda's output lacks %q:\n%s", want, out)
+		}
+	}
+}

@@ -23,7 +23,7 @@ variable "node_role_arns" {
   type        = list(string)
   default     = []
   validation {
-    condition     = alltrue([for a in var.node_role_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/", a))])
+    condition     = alltrue([for a in var.node_role_arns : can(regex("^arn:aws[a-z-]*:iam::[0-9]{12}:(role|user)/([!-~]*/)?[\\w+=,.@-]{1,64}$", a))])
     error_message = "node_role_arns must be IAM role (or user) ARNs: arn:aws:iam::<account>:role/<name>."
   }
 }

@@ -59,6 +59,11 @@
 // drivers.TaskConfig.Ports: the alloc's AllocatedResources.Shared.Ports
 // (label, host port Value, HostIP, and To, the port inside the task a
 // mapping driver such as docker publishes it on; To <= 0 means Value).
+// A group in bridge mode gets a network namespace of its own before its
+// tasks start (network_hook.go, from its tasks' driver, a
+// drivers.NetworkManager): the tasks join it (TaskConfig.Network), share
+// its localhost, and also get NOMAD_ALLOC_IP_ and NOMAD_ALLOC_ADDR_; it is
+// removed once the tasks are dead.
 //
 // Local state lives in a bbolt file, <data dir>/client/state.db: per
 // allocation the allocation itself (rewritten only when the control plane

@@ -59,6 +59,9 @@ type serviceHook struct {
 	node       *structs.Node
 	running    bool     // between a start and the task's exit or stop
 	registered []string // IDs of what is registered now
+	// last is what was registered last: an update that changes none of
+	// it sends nothing.
+	last []*structs.ServiceRegistration
 }
 
 // ownedService is a service and the owner part of its registration ID:
@@ -143,6 +146,9 @@ func (h *serviceHook) Poststart(*structs.Task, *drivers.TaskHandle) error {
 // names, ports) and those it no longer has deregistered.
 func (h *serviceHook) Update(alloc *structs.Allocation, task *structs.Task) {
 	h.mu.Lock()
+	if h.alloc != nil && h.alloc.ClientStatus == structs.AllocClientStatusUnknown && alloc.ClientStatus != structs.AllocClientStatusUnknown {
+		h.last = nil // reconnected: the control plane dropped them while unknown
+	}
 	h.alloc = alloc
 	if alloc.Job != nil {
 		h.services = taskServices(alloc.Job.LookupTaskGroup(alloc.TaskGroup), task)
@@ -187,7 +193,12 @@ func (h *serviceHook) register() {
 			stale = append(stale, id)
 		}
 	}
+	unchanged := len(stale) == 0 && len(regs) == len(h.last) &&
+		slices.EqualFunc(regs, h.last, func(a, b *structs.ServiceRegistration) bool { return a.SameInstance(b) })
 	h.mu.Unlock()
+	if unchanged {
+		return
+	}
 	if len(regs) > 0 {
 		err := h.retry(func(ctx context.Context) error { return h.registry.UpsertServiceRegistrations(ctx, h.nodeID, regs) })
 		if err != nil {
@@ -205,6 +216,7 @@ func (h *serviceHook) register() {
 	for _, r := range regs {
 		h.registered = append(h.registered, r.ID)
 	}
+	h.last = regs
 	h.mu.Unlock()
 	h.logger.Debug("services registered", zap.Int("count", len(regs)), zap.Int("removed", len(stale)))
 }
@@ -215,7 +227,7 @@ func (h *serviceHook) deregister() {
 	h.mu.Lock()
 	h.running = false
 	ids := h.registered
-	h.registered = nil
+	h.registered, h.last = nil, nil
 	if len(ids) == 0 {
 		// Nothing known registered; ask anyway when the task may have
 		// registered in an earlier agent (the IDs are deterministic).

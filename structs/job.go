@@ -497,3 +497,22 @@ func specJSON(j *Job) []byte {
 	}
 	return b
 }
+
+// CurrentIncarnation returns the versions (of one job, in their order)
+// that belong to cur, the job as registered now: a job purged and
+// registered again starts a new incarnation (a new CreateIndex), and the
+// versions of the purged one, which the stores keep while their allocs
+// exist, are not its history, as Nomad deletes them with the job. A nil
+// cur (the job is purged) has none.
+func CurrentIncarnation(versions []*Job, cur *Job) []*Job {
+	if cur == nil {
+		return nil
+	}
+	out := make([]*Job, 0, len(versions))
+	for _, v := range versions {
+		if v.CreateIndex == cur.CreateIndex {
+			out = append(out, v)
+		}
+	}
+	return out
+}

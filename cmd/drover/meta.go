@@ -76,7 +76,8 @@ func clientOptionsUsage() string {
 General Options:
 
   -address=<addr>
-    The address of the drover agent. Overrides DROVER_ADDR.
+    The address of the drover agent. Overrides DROVER_ADDR and
+    NOMAD_ADDR.
     Default = ` + defaultAddr + `
 
   -namespace=<namespace>
@@ -173,8 +174,10 @@ func (m *Meta) Namespace() string {
 
 func addressFrom(flagValue string) string {
 	addr := flagValue
-	if addr == "" {
-		addr = os.Getenv("DROVER_ADDR")
+	for _, env := range []string{"DROVER_ADDR", "NOMAD_ADDR"} {
+		if addr == "" {
+			addr = os.Getenv(env)
+		}
 	}
 	if addr == "" {
 		addr = defaultAddr

@@ -8,8 +8,10 @@
 // become CPU shares, a memory limit (memory_max the hard limit) and a
 // soft reservation. The container's log is copied to the task's rotated
 // log files; a restarted agent re-attaches by container ID, re-running
-// nothing. It decides how a task maps onto a container; the engine runs
-// it.
+// nothing. A group in bridge mode gets a pause container per alloc that
+// holds its network namespace and publishes its ports; its tasks' containers
+// join it (network.go). It decides how a task maps onto a container; the
+// engine runs it.
 package docker
 
 import (

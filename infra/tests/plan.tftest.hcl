@@ -80,3 +80,14 @@ run "bad_inputs" {
   }
   expect_failures = [var.name, var.bootstrap_token_hash, var.node_role_arns, var.log_retention_days]
 }
+
+# A role name with a character IAM does not allow (the api function would
+# refuse it at start) is refused at plan.
+run "bad_node_role_name" {
+  command = plan
+  variables {
+    bootstrap_token_hash = "0000000000000000000000000000000000000000000000000000000000000000"
+    node_role_arns       = ["arn:aws:iam::123456789012:role/has space"]
+  }
+  expect_failures = [var.node_role_arns]
+}

@@ -302,6 +302,7 @@ func (s *Store) UpdateAllocsFromClient(ctx context.Context, nodeID string, updat
 	if err != nil {
 		return nil, fmt.Errorf("update allocs from node %s: %w", nodeID, err)
 	}
+	s.dropServicesOf(ctx, stoppedByReport(done))
 	return done, nil
 }
 

@@ -126,6 +126,7 @@ func (s *Store) CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, err
 	if err != nil {
 		return 0, fmt.Errorf("commit plan for eval %s: %w", plan.EvalID, err)
 	}
+	s.dropServicesOf(ctx, stoppedByPlan(plan))
 	return idx, nil
 }
 

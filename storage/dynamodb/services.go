@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	"github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -30,8 +31,11 @@ import (
 // registration only while its alloc is live and its node is not down,
 // reading the masters and nodes it names (strongly consistent), and
 // deletes the stale ones it found. So a stale registration is never
-// served, whichever write made it stale; the node agent deletes its own
-// when the task stops, which moves the table index.
+// served, whichever write made it stale. Right after a plan or a node's
+// report stops allocs, their registrations are deleted and the table
+// index moves (dropServicesOf; a crash in between leaves items reads
+// never serve and garbage collection removes); the node agent deletes its
+// own when the task stops.
 
 const (
 	pkServicePrefix      = "SVC#"
@@ -307,4 +311,78 @@ func (s *Store) deleteAllocServices(ctx context.Context, allocIDs []string) (boo
 		}
 	}
 	return deleted, nil
+}
+
+// dropServicesConcurrency bounds the registration-list queries after a
+// write that stopped many allocs.
+const dropServicesConcurrency = 16
+
+// dropServicesOf removes, right after the write that made them terminal
+// or unknown, the registrations of allocIDs, and moves the registry's
+// index so that blocking reads and template watches see it. Best effort:
+// a failure (or a crash before it) leaves items that reads never serve
+// and garbage collection removes.
+func (s *Store) dropServicesOf(ctx context.Context, allocIDs []string) {
+	if len(allocIDs) == 0 {
+		return
+	}
+	var (
+		mu      sync.Mutex
+		deleted bool
+		wg      sync.WaitGroup
+	)
+	ids := make(chan string)
+	for range min(dropServicesConcurrency, len(allocIDs)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for id := range ids {
+				d, err := s.deleteAllocServices(ctx, []string{id})
+				if err != nil {
+					s.log.Warn("service registrations of a stopped alloc not deleted", zap.String("alloc_id", id), zap.Error(err))
+				}
+				if d {
+					mu.Lock()
+					deleted = true
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	for _, id := range allocIDs {
+		ids <- id
+	}
+	close(ids)
+	wg.Wait()
+	if deleted {
+		if err := s.bumpTables(ctx, s.nextIndex(), storage.TableServiceRegistrations); err != nil {
+			s.log.Warn("move the service registrations index", zap.Error(err))
+		}
+	}
+}
+
+// stoppedByPlan lists the allocs a plan makes terminal or unknown.
+func stoppedByPlan(plan *structs.Plan) []string {
+	var out []string
+	for _, st := range plan.Stops {
+		out = append(out, st.AllocID)
+	}
+	for _, u := range plan.Updates {
+		if u.ClientStatus == structs.AllocClientStatusUnknown {
+			out = append(out, u.AllocID)
+		}
+	}
+	return out
+}
+
+// stoppedByReport lists the allocs a node's report made terminal.
+func stoppedByReport(changes []*storage.ClientAllocChange) []string {
+	var out []string
+	for _, c := range changes {
+		was := (&structs.Allocation{ClientStatus: c.PrevClientStatus}).ClientTerminalStatus()
+		if c.Alloc != nil && !structs.ServiceRegistrationLive(c.Alloc) && !was {
+			out = append(out, c.Alloc.ID)
+		}
+	}
+	return out
 }

@@ -159,9 +159,20 @@ func testServiceRegistrationsFollowAllocs(t *testing.T, s storage.Store) {
 		{AllocID: allocs[1].ID, NodeID: "n1", DesiredStatus: structs.AllocDesiredStatusStop, DesiredDescription: "alloc is lost", ClientStatus: structs.AllocClientStatusLost},
 	}
 	p.Updates = []*structs.AllocUpdate{{AllocID: allocs[3].ID, NodeID: "n1", ClientStatus: structs.AllocClientStatusUnknown}}
+	// Each write that stops registered allocs moves the registry's index
+	// (blocking reads and template watches wake on it).
+	regIndex := func() uint64 { return must(s.Index(ctx, storage.TableServiceRegistrations)) }
+	before := regIndex()
 	must(s.CommitPlan(ctx, p))
+	if after := regIndex(); after <= before {
+		t.Errorf("registry index %d → %d across a plan that stopped registered allocs", before, after)
+	}
+	before = regIndex()
 	must(s.UpdateAllocsFromClient(ctx, "n1", []*structs.Allocation{{ID: allocs[2].ID, ClientStatus: structs.AllocClientStatusComplete,
 		TaskStates: map[string]*structs.TaskState{"server": {State: structs.TaskStateDead, FinishedAt: time.Now().UTC()}}}}))
+	if after := regIndex(); after <= before {
+		t.Errorf("registry index %d → %d across a report that finished a registered alloc", before, after)
+	}
 	got := live()
 	for i := range 4 {
 		if got[allocs[i].ID] {
