@@ -147,7 +147,7 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 		if *flagSeed >= 0 {
 			r.Logf = func(format string, args ...any) { fmt.Fprintf(&log, format+"\n", args...) }
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 		st, v, err := r.Run(ctx, sched)
 		cancel()
 		home.Close()

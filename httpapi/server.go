@@ -410,11 +410,19 @@ func (w *gzipWriter) Write(b []byte) (int, error) {
 	return w.gz.Write(b)
 }
 
-// Flush sends what is buffered (log streaming needs it).
+// Flush sends what is buffered (log streaming needs it). A flush before
+// any data starts the gzip stream, so that its header goes out: Nomad's
+// Go client opens the gzip reader as soon as the response headers come,
+// and that read would wait for the first frame of a followed log that is
+// quiet (`nomad alloc logs -f` hung on its first stream).
 func (w *gzipWriter) Flush() {
-	if w.gz != nil {
-		_ = w.gz.Flush()
+	if w.gz == nil {
+		if w.status == 0 {
+			w.WriteHeader(http.StatusOK)
+		}
+		w.gz = gzip.NewWriter(w.statusWriter.ResponseWriter)
 	}
+	_ = w.gz.Flush()
 	if f, ok := w.statusWriter.ResponseWriter.(http.Flusher); ok {
 		f.Flush()
 	}

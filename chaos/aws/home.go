@@ -117,29 +117,31 @@ func (in *injector) fire(op string) string {
 	return ""
 }
 
-// middleware is a Finalize step ahead of the SDK's retries: what it
-// injects is what drover's store sees, not what the SDK retries away.
+// middleware is the outermost step of every DynamoDB call (Initialize,
+// ahead of the SDK's retries): what it injects is what drover's store
+// sees, not what the SDK retries away. A lost answer lets the whole call
+// run (sent, answered, its response read and closed) and then fails it.
 func (in *injector) middleware(stack *middleware.Stack) error {
-	return stack.Finalize.Add(middleware.FinalizeMiddlewareFunc("chaosFaults",
-		func(ctx context.Context, input middleware.FinalizeInput, next middleware.FinalizeHandler) (middleware.FinalizeOutput, middleware.Metadata, error) {
+	return stack.Initialize.Add(middleware.InitializeMiddlewareFunc("chaosFaults",
+		func(ctx context.Context, input middleware.InitializeInput, next middleware.InitializeHandler) (middleware.InitializeOutput, middleware.Metadata, error) {
 			op := awsmiddleware.GetOperationName(ctx)
 			switch in.fire(op) {
 			case FaultFailBeforeSend:
-				return middleware.FinalizeOutput{}, middleware.Metadata{}, fmt.Errorf("chaos: %s failed before it was sent: dial tcp: connection refused", op)
+				return middleware.InitializeOutput{}, middleware.Metadata{}, fmt.Errorf("chaos: %s failed before it was sent: dial tcp: connection refused", op)
 			case FaultThrottle:
-				return middleware.FinalizeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "chaos: rate exceeded"}
+				return middleware.InitializeOutput{}, middleware.Metadata{}, &smithy.GenericAPIError{Code: "ThrottlingException", Message: "chaos: rate exceeded"}
 			case FaultTxConflict:
-				return middleware.FinalizeOutput{}, middleware.Metadata{}, &types.TransactionCanceledException{
+				return middleware.InitializeOutput{}, middleware.Metadata{}, &types.TransactionCanceledException{
 					Message:             aws.String("chaos: Transaction cancelled, please refer cancellation reasons for specific reasons [TransactionConflict]"),
 					CancellationReasons: []types.CancellationReason{{Code: aws.String("TransactionConflict")}}}
 			case FaultLostAnswer:
-				_, md, err := next.HandleFinalize(ctx, input)
+				_, md, err := next.HandleInitialize(ctx, input)
 				if err != nil {
-					return middleware.FinalizeOutput{}, md, err
+					return middleware.InitializeOutput{}, md, err
 				}
-				return middleware.FinalizeOutput{}, md, errLost
+				return middleware.InitializeOutput{}, md, errLost
 			}
-			return next.HandleFinalize(ctx, input)
+			return next.HandleInitialize(ctx, input)
 		}), middleware.Before)
 }
 
