@@ -87,3 +87,33 @@ job "web" {
 		t.Fatalf("weight 200: %v", err)
 	}
 }
+
+// TestTaskScalingBlock: a task's scaling block is labelled by the resource
+// (Nomad Enterprise's vertical policies); it parses, with the type Nomad's
+// HCL gives it, so that the API refuses it by name rather than the parser
+// reporting an unexpected label.
+func TestTaskScalingBlock(t *testing.T) {
+	job, err := parseString(`
+job "web" {
+  group "web" {
+    task "server" {
+      driver = "raw_exec"
+      config { command = "/bin/sleep" }
+      scaling "cpu" {
+        min = 50
+        max = 500
+      }
+      scaling "mem" {
+        max = 1024
+      }
+    }
+  }
+}`, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := job.TaskGroups[0].Tasks[0].ScalingPolicies
+	if len(ps) != 2 || ps[0].Type != "vertical_cpu" || *ps[0].Max != 500 || ps[1].Type != "vertical_mem" {
+		t.Fatalf("task scaling policies: %+v", ps)
+	}
+}

@@ -96,6 +96,7 @@ var (
 	durationType    = reflect.TypeFor[time.Duration]()
 	constraintType  = reflect.TypeFor[api.Constraint]()
 	affinityType    = reflect.TypeFor[api.Affinity]()
+	taskType        = reflect.TypeFor[api.Task]()
 	stringMapType   = reflect.TypeFor[map[string]string]()
 	constraintExtra = []string{api.ConstraintDistinctHosts, api.ConstraintDistinctProperty, api.ConstraintRegex,
 		api.ConstraintVersion, api.ConstraintSemver, api.ConstraintSetContains, api.ConstraintSetContainsAll,
@@ -120,7 +121,11 @@ func (p *parser) decodeStruct(body hcl.Body, labels []string, defRange hcl.Range
 		case fieldAttr:
 			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: f.name})
 		case fieldBlock:
-			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: f.name, LabelNames: labelNames(labelCount(fv.Type()))})
+			n := labelCount(fv.Type())
+			if t == taskType && f.name == "scaling" {
+				n = 1 // scaling "cpu" { ... }: a vertical policy, labelled by its resource
+			}
+			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: f.name, LabelNames: labelNames(n)})
 			if fv.Kind() == reflect.Map && labelCount(fv.Type()) == 0 {
 				// meta = { ... } as well as meta { ... }
 				schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: f.name})
@@ -156,6 +161,15 @@ func (p *parser) decodeStruct(body hcl.Body, labels []string, defRange hcl.Range
 				continue
 			}
 			diags = append(diags, p.decodeBlocks(f.name, bs, fv)...)
+			if t == taskType && f.name == "scaling" {
+				// As Nomad's HCL: the label names the policy's type,
+				// vertical_cpu or vertical_mem (refused by jobspec).
+				for i, sp := range fv.Interface().([]*api.ScalingPolicy) {
+					if sp != nil && i < len(bs) && len(bs[i].Labels) == 1 {
+						sp.Type = "vertical_" + bs[i].Labels[0]
+					}
+				}
+			}
 		}
 	}
 	if shorthand {
