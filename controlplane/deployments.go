@@ -24,8 +24,16 @@ import (
 // 400 with the message.
 var ErrBadRequest = errors.New("bad request")
 
+// badRequestError is a request refused as asked: its text is the message
+// alone (the API answers it as the 400's body, as Nomad does), and it
+// matches ErrBadRequest with errors.Is.
+type badRequestError struct{ msg string }
+
+func (e *badRequestError) Error() string        { return e.msg }
+func (e *badRequestError) Is(target error) bool { return target == ErrBadRequest }
+
 func badRequest(format string, args ...any) error {
-	return fmt.Errorf("%s: %w", fmt.Sprintf(format, args...), ErrBadRequest)
+	return &badRequestError{msg: fmt.Sprintf(format, args...)}
 }
 
 // reactToHealth handles health decided by node agents, as Nomad's

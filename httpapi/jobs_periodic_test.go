@@ -91,10 +91,12 @@ func TestDispatch(t *testing.T) {
 			t.Fatalf("child stub %+v", s)
 		}
 	}
-	// Dispatching a job that is not parameterized is a bad request.
+	// Dispatching a job that is not parameterized is a bad request, whose
+	// body is the message alone (no Go sentinel text appended).
 	e.mustOK("PUT", "/v1/jobs", goodJob)
-	if resp, out := e.do("PUT", "/v1/job/web/dispatch", []byte(`{}`)); resp.StatusCode != 400 || !strings.Contains(out, "not a parameterized job") {
-		t.Fatalf("dispatch of a service job: %d %s", resp.StatusCode, out)
+	if resp, out := e.do("PUT", "/v1/job/web/dispatch", []byte(`{}`)); resp.StatusCode != 400 ||
+		strings.TrimSpace(out) != `job "web" is not a parameterized job` {
+		t.Fatalf("dispatch of a service job: %d %q", resp.StatusCode, out)
 	}
 }
 

@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"strings"
 	"testing"
 )
 
@@ -61,5 +62,58 @@ job "web" {
 	}
 	if ta := tg.Tasks[0].Affinities[0]; ta.Operand != "version" || ta.RTarget != ">= 5.0" || ta.Weight != nil {
 		t.Fatalf("task affinity: %+v", ta)
+	}
+}
+
+// TestOutOfRangeNumber: a number that does not fit its field (an affinity
+// weight of 200 in Nomad's int8) is reported with the field's range, not
+// as "expected a number, got a number".
+func TestOutOfRangeNumber(t *testing.T) {
+	_, err := parseString(`
+job "web" {
+  group "web" {
+    affinity {
+      attribute = "${node.datacenter}"
+      value     = "dc1"
+      weight    = 200
+    }
+    task "server" {
+      driver = "raw_exec"
+      config { command = "/bin/sleep" }
+    }
+  }
+}`, Config{})
+	if err == nil || !strings.Contains(err.Error(), "expected a whole number from -128 to 127, got 200") {
+		t.Fatalf("weight 200: %v", err)
+	}
+}
+
+// TestTaskScalingBlock: a task's scaling block is labelled by the resource
+// (Nomad Enterprise's vertical policies); it parses, with the type Nomad's
+// HCL gives it, so that the API refuses it by name rather than the parser
+// reporting an unexpected label.
+func TestTaskScalingBlock(t *testing.T) {
+	job, err := parseString(`
+job "web" {
+  group "web" {
+    task "server" {
+      driver = "raw_exec"
+      config { command = "/bin/sleep" }
+      scaling "cpu" {
+        min = 50
+        max = 500
+      }
+      scaling "mem" {
+        max = 1024
+      }
+    }
+  }
+}`, Config{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ps := job.TaskGroups[0].Tasks[0].ScalingPolicies
+	if len(ps) != 2 || ps[0].Type != "vertical_cpu" || *ps[0].Max != 500 || ps[1].Type != "vertical_mem" {
+		t.Fatalf("task scaling policies: %+v", ps)
 	}
 }

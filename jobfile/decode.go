@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -95,6 +96,7 @@ var (
 	durationType    = reflect.TypeFor[time.Duration]()
 	constraintType  = reflect.TypeFor[api.Constraint]()
 	affinityType    = reflect.TypeFor[api.Affinity]()
+	taskType        = reflect.TypeFor[api.Task]()
 	stringMapType   = reflect.TypeFor[map[string]string]()
 	constraintExtra = []string{api.ConstraintDistinctHosts, api.ConstraintDistinctProperty, api.ConstraintRegex,
 		api.ConstraintVersion, api.ConstraintSemver, api.ConstraintSetContains, api.ConstraintSetContainsAll,
@@ -119,7 +121,11 @@ func (p *parser) decodeStruct(body hcl.Body, labels []string, defRange hcl.Range
 		case fieldAttr:
 			schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: f.name})
 		case fieldBlock:
-			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: f.name, LabelNames: labelNames(labelCount(fv.Type()))})
+			n := labelCount(fv.Type())
+			if t == taskType && f.name == "scaling" {
+				n = 1 // scaling "cpu" { ... }: a vertical policy, labelled by its resource
+			}
+			schema.Blocks = append(schema.Blocks, hcl.BlockHeaderSchema{Type: f.name, LabelNames: labelNames(n)})
 			if fv.Kind() == reflect.Map && labelCount(fv.Type()) == 0 {
 				// meta = { ... } as well as meta { ... }
 				schema.Attributes = append(schema.Attributes, hcl.AttributeSchema{Name: f.name})
@@ -155,6 +161,15 @@ func (p *parser) decodeStruct(body hcl.Body, labels []string, defRange hcl.Range
 				continue
 			}
 			diags = append(diags, p.decodeBlocks(f.name, bs, fv)...)
+			if t == taskType && f.name == "scaling" {
+				// As Nomad's HCL: the label names the policy's type,
+				// vertical_cpu or vertical_mem (refused by jobspec).
+				for i, sp := range fv.Interface().([]*api.ScalingPolicy) {
+					if sp != nil && i < len(bs) && len(bs[i].Labels) == 1 {
+						sp.Type = "vertical_" + bs[i].Labels[0]
+					}
+				}
+			}
 		}
 	}
 	if shorthand {
@@ -386,12 +401,29 @@ func jsonAssign(v any, fv reflect.Value, r hcl.Range) hcl.Diagnostics {
 	if err := json.Unmarshal(b, nv.Interface()); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
+			if lo, hi, ok := intRange(te.Type); ok && strings.HasPrefix(te.Value, "number ") {
+				return hcl.Diagnostics{errorf(r, "Unsuitable value", "expected a whole number from %s to %s, got %s", lo, hi, strings.TrimPrefix(te.Value, "number "))}
+			}
 			return hcl.Diagnostics{errorf(r, "Unsuitable value type", "expected %s, got a %s", friendlyType(te.Type), te.Value)}
 		}
 		return hcl.Diagnostics{errorf(r, "Unsuitable value", "%v", err)}
 	}
 	fv.Set(nv.Elem())
 	return nil
+}
+
+// intRange gives the bounds of an integer kind as decimal strings, so that a
+// number that does not fit (a weight of 200 in an int8) is reported with the
+// range rather than as a type mismatch.
+func intRange(t reflect.Type) (lo, hi string, ok bool) {
+	switch t.Kind() {
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		b := t.Bits()
+		return strconv.FormatInt(-1<<(b-1), 10), strconv.FormatInt(1<<(b-1)-1, 10), true
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "0", strconv.FormatUint(^uint64(0)>>(64-t.Bits()), 10), true
+	}
+	return "", "", false
 }
 
 func friendlyType(t reflect.Type) string {

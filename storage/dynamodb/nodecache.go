@@ -18,9 +18,6 @@ const (
 	// trusted (usage changed by other processes' plans and client reports
 	// is seen at the next load; the commit re-checks capacity meanwhile).
 	DefaultNodeCacheMaxAge = 30 * time.Second
-	// DefaultNodeCacheFreshForBlocking is how recent a full load must be for
-	// an evaluation to block on it (see NodeCache.CommitPlan).
-	DefaultNodeCacheFreshForBlocking = 2 * time.Second
 )
 
 // NodeCacheConfig tunes a NodeCache.
@@ -29,10 +26,6 @@ type NodeCacheConfig struct {
 	// while the nodes table index does not move (default
 	// DefaultNodeCacheMaxAge).
 	MaxAge time.Duration
-	// FreshForBlocking: a plan that blocks an evaluation (failed
-	// placements) computed from a load older than this is refused and the
-	// nodes loaded again (default DefaultNodeCacheFreshForBlocking).
-	FreshForBlocking time.Duration
 	// Now is the clock (default time.Now).
 	Now func() time.Time
 }
@@ -58,9 +51,12 @@ type NodeCacheConfig struct {
 // until the next load, and that is safe (storage.Store.CandidateNodes):
 // usage too low makes the commit's capacity condition refuse the plan (a
 // conflict, and the evaluator re-evaluates); usage too high can only make
-// a placement fail, and a plan that would block an evaluation on usage
-// older than FreshForBlocking is refused with a conflict after a fresh
-// load, so an evaluation never waits for capacity that was already free.
+// a placement fail, and the first plan that would block an evaluation is
+// refused with a conflict after a fresh load, so the evaluation blocks
+// only on usage read after its own last attempt began: it never waits for
+// capacity freed before then (whose unblocking found no blocked eval to
+// wake). The chaos suite found that a time bound (usage loaded within
+// 2 s) was not enough: a report freeing room inside that window was lost.
 //
 // It is safe for concurrent use; callers must not modify the nodes it
 // returns.
@@ -71,6 +67,7 @@ type NodeCache struct {
 	loadMu sync.Mutex // one full load at a time
 
 	mu       sync.Mutex
+	reloaded map[string]bool        // eval IDs whose blocking plan made a fresh load
 	recs     map[string]*nodeRecord // node ID → node and usage
 	ids      []string               // the keys of recs, ascending (nil: to sort)
 	index    uint64                 // the nodes table index read before the load
@@ -83,13 +80,10 @@ func NewNodeCache(s *Store, cfg NodeCacheConfig) *NodeCache {
 	if cfg.MaxAge <= 0 {
 		cfg.MaxAge = DefaultNodeCacheMaxAge
 	}
-	if cfg.FreshForBlocking <= 0 {
-		cfg.FreshForBlocking = DefaultNodeCacheFreshForBlocking
-	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	return &NodeCache{Store: s, cfg: cfg}
+	return &NodeCache{Store: s, cfg: cfg, reloaded: map[string]bool{}}
 }
 
 // Loads returns how many full loads of the nodes the cache has made.
@@ -209,25 +203,27 @@ func (c *NodeCache) keep(recs map[string]*nodeRecord) {
 }
 
 // CommitPlan implements storage.Store: the Store's commit, whose node
-// reads refresh the cache (see NodeCache). A plan that blocks its
-// evaluation is first checked against usage no older than
-// FreshForBlocking.
+// reads refresh the cache (see NodeCache). The first plan of an
+// evaluation that would block it is refused after a fresh load; the
+// evaluator's next attempt computes from that load, and its plan commits.
 func (c *NodeCache) CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error) {
-	if blocksEval(plan) {
-		c.mu.Lock()
-		old := c.cfg.Now().Sub(c.loadedAt) > c.cfg.FreshForBlocking
-		c.mu.Unlock()
-		if old {
-			idx, err := c.Index(ctx, storage.TableNodes)
-			if err == nil {
-				err = c.load(ctx, idx, true)
-			}
-			if err != nil {
-				return 0, fmt.Errorf("commit plan for eval %s: reload nodes: %w", plan.EvalID, err)
-			}
-			return 0, fmt.Errorf("commit plan for eval %s: %w", plan.EvalID,
-				storage.Conflictf("placements failed on node usage read from a cache; nodes read again"))
+	c.mu.Lock()
+	again := c.reloaded[plan.EvalID]
+	delete(c.reloaded, plan.EvalID)
+	c.mu.Unlock()
+	if blocksEval(plan) && !again {
+		idx, err := c.Index(ctx, storage.TableNodes)
+		if err == nil {
+			err = c.load(ctx, idx, true)
 		}
+		if err != nil {
+			return 0, fmt.Errorf("commit plan for eval %s: reload nodes: %w", plan.EvalID, err)
+		}
+		c.mu.Lock()
+		c.reloaded[plan.EvalID] = true
+		c.mu.Unlock()
+		return 0, fmt.Errorf("commit plan for eval %s: %w", plan.EvalID,
+			storage.Conflictf("placements failed on node usage read from a cache; nodes read again"))
 	}
 	var seen planNodes
 	idx, err := c.commitPlan(ctx, plan, &seen)

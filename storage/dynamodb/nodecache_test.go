@@ -15,8 +15,8 @@ import (
 // TestNodeCache: a warm evaluator's node cache loads every node once,
 // follows its own commits and the nodes table index, learns from a
 // refused plan what the nodes it lost on hold, loads again after MaxAge,
-// and never lets an evaluation block on usage older than
-// FreshForBlocking.
+// and lets an evaluation block only on a load made after its blocking
+// plan was first refused.
 func TestNodeCache(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
@@ -30,7 +30,7 @@ func TestNodeCache(t *testing.T) {
 	now := time.Unix(1_700_000_000, 0)
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }
 	advance := func(d time.Duration) { mu.Lock(); now = now.Add(d); mu.Unlock() }
-	c := ddb.NewNodeCache(s, ddb.NodeCacheConfig{MaxAge: time.Minute, FreshForBlocking: 2 * time.Second, Now: clock})
+	c := ddb.NewNodeCache(s, ddb.NodeCacheConfig{MaxAge: time.Minute, Now: clock})
 	q := storage.NodeQuery{Datacenters: []string{"dc1"}}
 	used := func(want int, nodes ...string) map[string]int64 {
 		t.Helper()
@@ -99,20 +99,27 @@ func TestNodeCache(t *testing.T) {
 	advance(61 * time.Second)
 	used(4, "a", "b")
 
-	// A plan that blocks its evaluation on a load older than
-	// FreshForBlocking is refused once, after a fresh load.
-	advance(3 * time.Second)
+	// A plan that blocks its evaluation is refused once, after a fresh
+	// load, however recent the last load (a report may have freed room
+	// since, and its unblocking found nothing to wake).
 	blocked := cachePlan(t, s, mine, "eval-4", 1)
 	blocked.Evals = []*structs.Evaluation{{ID: "eval-5", Namespace: "default", JobID: "mine", Type: structs.JobTypeService, Priority: 50,
 		TriggeredBy: structs.EvalTriggerQueuedAllocs, Status: structs.EvalStatusBlocked, PreviousEval: "eval-4"}}
 	if _, err := c.CommitPlan(ctx, blocked); !errors.Is(err, storage.ErrConflict) {
-		t.Fatalf("a plan blocking on usage read 3 s ago committed: %v", err)
+		t.Fatalf("a plan blocking on usage read from the cache committed: %v", err)
 	}
 	if c.Loads() != 5 {
 		t.Fatalf("the refused blocking plan made %d loads, want 5", c.Loads())
 	}
 	if _, err := c.CommitPlan(ctx, blocked); err != nil {
 		t.Fatalf("a plan blocking on a fresh load: %v", err)
+	}
+	// Another evaluation's blocking plan loads again.
+	other4 := cachePlan(t, s, other, "eval-6", 2)
+	other4.Evals = []*structs.Evaluation{{ID: "eval-7", Namespace: "default", JobID: "other", Type: structs.JobTypeService, Priority: 50,
+		TriggeredBy: structs.EvalTriggerQueuedAllocs, Status: structs.EvalStatusBlocked, PreviousEval: "eval-6"}}
+	if _, err := c.CommitPlan(ctx, other4); !errors.Is(err, storage.ErrConflict) || c.Loads() != 6 {
+		t.Fatalf("another evaluation's blocking plan: %v after %d loads, want a conflict after the 6th", err, c.Loads())
 	}
 }
 
