@@ -32,10 +32,9 @@ func TestChaos(t *testing.T) {
 	cfg := awstest.Config(t)
 	// Open findings of the AWS home (see the README): not failures of
 	// the run until fixed.
-	cacheRace := "an evaluation blocks on node usage its process's node cache loaded less than FreshForBlocking (2 s) " +
-		"ago, after a client report freed room and its unblock found no blocked eval yet: nothing wakes it (a lost " +
-		"wake-up; -no-node-cache makes it rare)"
-	open := map[string]string{chaos.InvEvalParked: cacheRace, chaos.InvCount: "the jobs of those parked evals are short: " + cacheRace}
+	parked := "about 1.5% of kumo schedules end with an eval parked (pending, or blocked with room on a node) and its " +
+		"job short; the node cache's lost wake-up that made it 20% is fixed (d27e668), the rest is not diagnosed yet"
+	open := map[string]string{chaos.InvEvalParked: parked, chaos.InvCount: parked}
 	s := chaos.Suite{
 		Name:    "aws/" + leg,
 		Params:  p,
