@@ -30,11 +30,6 @@ func TestChaos(t *testing.T) {
 		ci = 2
 	}
 	cfg := awstest.Config(t)
-	// Open findings of the AWS home (see the README): not failures of
-	// the run until fixed.
-	parked := "about 1.5% of kumo schedules end with an eval parked (pending, or blocked with room on a node) and its " +
-		"job short; the node cache's lost wake-up that made it 20% is fixed (d27e668), the rest is not diagnosed yet"
-	open := map[string]string{chaos.InvEvalParked: parked, chaos.InvCount: parked}
 	s := chaos.Suite{
 		Name:    "aws/" + leg,
 		Params:  p,
@@ -48,7 +43,6 @@ func TestChaos(t *testing.T) {
 			return h
 		},
 		Replay: "DROVER_EMULATORS=" + leg + " go test ./chaos/aws -run TestChaos -seed %d",
-		Open:   open,
 	}
 	t.Run(leg, func(t *testing.T) { s.Run(t) })
 }

@@ -254,9 +254,16 @@ func (h *Home) Deliver(ctx context.Context, ev *structs.Evaluation) bool {
 }
 
 // Sweep implements chaos.Home: the sweeper's pending-eval re-send (every
-// minute on AWS; a quiet cluster's minutes pass).
+// minute on AWS; a quiet cluster's minutes pass, hence no minimum age).
+// Its cutoff is on the wall clock, as the AWS home's sweeper's is
+// (internal/awshome): the DynamoDB store stamps an eval's ModifyTime with
+// the wall clock, which is ahead of the run's clock (it starts at the
+// second before the run and moves only for delayed evals), so a cutoff on
+// the run's clock would never see an eval written during the run, and an
+// eval whose write landed while its request failed (so nobody sent it)
+// would stay pending for good.
 func (h *Home) Sweep(ctx context.Context) {
-	_, _ = scheduler.SweepPending(ctx, h.store, h.env.Queue, 0, h.env.Clock.Now(), nil)
+	_, _ = scheduler.SweepPending(ctx, h.store, h.env.Queue, 0, time.Now(), nil)
 }
 
 // Close implements chaos.Home: the table is left to the emulator (it goes
