@@ -30,6 +30,12 @@ func TestChaos(t *testing.T) {
 		ci = 2
 	}
 	cfg := awstest.Config(t)
+	// Open finding of the AWS home (see the README): not a failure of
+	// the run until diagnosed. The parked evals are fixed (a185b1c):
+	// eval-parked fails the run again.
+	short := "about 0.2% of kumo schedules end with a job short of its count with room on a node and no eval " +
+		"left pending or blocked (seeds 352, 538 of 1,000); not diagnosed yet"
+	open := map[string]string{chaos.InvCount: short}
 	s := chaos.Suite{
 		Name:    "aws/" + leg,
 		Params:  p,
@@ -43,6 +49,7 @@ func TestChaos(t *testing.T) {
 			return h
 		},
 		Replay: "DROVER_EMULATORS=" + leg + " go test ./chaos/aws -run TestChaos -seed %d",
+		Open:   open,
 	}
 	t.Run(leg, func(t *testing.T) { s.Run(t) })
 }
