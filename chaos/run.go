@@ -425,8 +425,9 @@ func (r *Runner) dump() {
 		as, _ := st.AllocsByJob(r.ctx, "default", j)
 		sort.Slice(as, func(x, y int) bool { return as[x].CreateIndex < as[y].CreateIndex })
 		for _, a := range as {
-			r.Logf("  alloc %.8s %s v%d job=%t node=%.8s… desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s", a.ID, a.Name, a.JobVersion, a.Job != nil,
-				a.NodeID[len(a.NodeID)-4:], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID)
+			r.Logf("  alloc %.8s %s v%d job=%t node=%.8s… desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s followup=%.8s dep=%.8s healthy=%t", a.ID, a.Name, a.JobVersion, a.Job != nil,
+				a.NodeID[len(a.NodeID)-4:], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID,
+				a.FollowupEvalID, a.DeploymentID, a.DeploymentStatus.IsHealthy())
 		}
 		if d, err := st.LatestDeployment(r.ctx, "default", j); err == nil {
 			r.Logf("  deployment %.8s v%d %s %q", d.ID, d.JobVersion, d.Status, d.StatusDescription)
