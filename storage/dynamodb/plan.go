@@ -118,9 +118,10 @@ type planState struct {
 // CommitPlan implements storage.Store. See README.md, "Plans": the plan is
 // written in atomic chunks; every chunk is guarded by the job version and
 // by the plan index the snapshot read (later chunks: this plan's own), each
-// node's chunk by its free capacity; the evaluation's own status is in the
-// last chunk, so a crash in between leaves it pending and its redelivery
-// completes the plan.
+// node's chunk by its free capacity; the follow-up evals that the plan's
+// allocs name are in the first chunk, so no alloc ever names a missing
+// eval; the evaluation's own status is in the last chunk, so a crash in
+// between leaves it pending and its redelivery completes the plan.
 func (s *Store) CommitPlan(ctx context.Context, plan *structs.Plan) (uint64, error) {
 	idx, err := s.commitPlan(ctx, plan, nil)
 	if err != nil {
@@ -452,14 +453,28 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan, seen *planNo
 		dd := last.deploy(plan.Namespace, plan.JobID, dep.ID)
 		dd.blob, dd.active, dd.mi, dd.ci, dd.prevMI = encode(stripCounters(dep)), dep.Active(), idx, dep.CreateIndex, prev.prevMI
 	}
+	// A follow-up eval that the plan's allocs point at (FollowupEvalID) is
+	// written in the first chunk, before any alloc names it: were it in
+	// the last, a plan cut short after the alloc chunks would leave allocs
+	// waiting for an eval that does not exist, never rescheduled. Written
+	// early and the rest cut short, it is one spare evaluation.
+	pointed := followupsNamed(changed, placed)
+	first := newUnit()
 	for _, in := range plan.Evals {
 		prev := st.evals[in.ID]
 		e := in.Copy()
 		stampEval(e, prev, idx, now)
-		last.acts = append(last.acts, s.evalActions(e, prev)...)
-		h := last.head(e.Namespace, e.JobID)
+		u := last
+		if pointed[e.ID] && e.ID != plan.EvalID {
+			u = first
+		}
+		u.acts = append(u.acts, s.evalActions(e, prev)...)
+		h := u.head(e.Namespace, e.JobID)
 		h.open += openDelta(prev, e)
 		h.seen = true
+	}
+	if first.count() > 0 {
+		units = append([]*unit{first}, units...)
 	}
 	units = append(units, last)
 
@@ -550,4 +565,21 @@ func applyNodeDeltas(read map[string]*nodeRecord, chunks []*unit) map[string]*no
 		}
 	}
 	return out
+}
+
+// followupsNamed returns the IDs of the follow-up evals that the plan's
+// changed and placed allocs name in FollowupEvalID.
+func followupsNamed(changed map[string]*structs.Allocation, placed []*structs.Allocation) map[string]bool {
+	ids := map[string]bool{}
+	for _, a := range changed {
+		if a.FollowupEvalID != "" {
+			ids[a.FollowupEvalID] = true
+		}
+	}
+	for _, a := range placed {
+		if a.FollowupEvalID != "" {
+			ids[a.FollowupEvalID] = true
+		}
+	}
+	return ids
 }

@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awsddb "github.com/aws/aws-sdk-go-v2/service/dynamodb"
@@ -478,4 +479,90 @@ func TestLargeJobPlanChunksByBytes(t *testing.T) {
 		t.Fatalf("%d transactions over 1 MB; the plan's 4.5 MB need at least two", limit.big)
 	}
 	t.Logf("largest transaction: %d bytes of items (limit %d)", limit.largest, ddb.MaxTransactBytes)
+}
+
+// TestFollowupEvalWrittenBeforeAllocsNameIt: failed allocs whose
+// reschedule waits an hour get a follow-up eval; the plan that attaches it
+// (FollowupEvalID) is cut short after its first chunk. Every alloc that
+// names a follow-up must find it in the store: an alloc pointing at an
+// eval that was never written waits for it forever (found by the chaos
+// suite, seed 352 on kumo).
+func TestFollowupEvalWrittenBeforeAllocsNameIt(t *testing.T) {
+	t.Parallel()
+	var armed, crashed atomic.Bool
+	h := newHome(t, ddb.Config{ChunkActions: 6, AfterChunk: func(_ *structs.Plan, k int) error {
+		if k == 1 && armed.Load() && crashed.CompareAndSwap(false, true) {
+			return errors.New("injected crash after chunk 1")
+		}
+		return nil
+	}})
+	h.node("n1", 10000, 1<<20)
+	j := testJob("fu", 6, 100)
+	j.TaskGroups[0].ReschedulePolicy = &structs.ReschedulePolicy{Attempts: 3, Interval: 24 * time.Hour,
+		Delay: time.Hour, DelayFunction: structs.DelayFunctionConstant}
+	if err := h.eval.Process(ctx, h.register(j)); err != nil {
+		t.Fatal(err)
+	}
+	live := h.live("fu")
+	if len(live) != 6 {
+		t.Fatalf("%d live allocs, want 6", len(live))
+	}
+	var failed []*structs.Allocation
+	for _, a := range live {
+		failed = append(failed, &structs.Allocation{ID: a.ID, ClientStatus: structs.AllocClientStatusFailed,
+			TaskStates: map[string]*structs.TaskState{"server": {State: structs.TaskStateDead, Failed: true}}})
+	}
+	if err := h.service.UpdateAllocs(ctx, "n1", failed); err != nil {
+		t.Fatal(err)
+	}
+	evals, err := h.store.EvalsByJob(ctx, "default", "fu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	armed.Store(true)
+	for _, ev := range evals {
+		if ev.Status == structs.EvalStatusPending && ev.WaitUntil.IsZero() {
+			_ = h.eval.Process(ctx, ev.ID) // the injected crash, then nothing more
+		}
+	}
+	if !crashed.Load() {
+		t.Fatal("no plan was cut short: the test did not reach its case")
+	}
+	h.checkFollowups("fu", 0) // after the cut: every follow-up named exists
+	// Redelivery completes the plan: the allocs now name their follow-up.
+	evals, err = h.store.EvalsByJob(ctx, "default", "fu")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ev := range evals {
+		if ev.Status == structs.EvalStatusPending && ev.WaitUntil.IsZero() {
+			if err := h.eval.Process(ctx, ev.ID); err != nil {
+				t.Fatalf("redelivered eval %s: %v", ev.ID, err)
+			}
+		}
+	}
+	h.checkFollowups("fu", 6)
+}
+
+// checkFollowups asserts that every alloc of the job naming a follow-up
+// eval finds it in the store, and that at least min allocs name one.
+func (h *home) checkFollowups(jobID string, min int) {
+	h.t.Helper()
+	all, err := h.store.AllocsByJob(ctx, "default", jobID)
+	if err != nil {
+		h.t.Fatal(err)
+	}
+	named := 0
+	for _, a := range all {
+		if a.FollowupEvalID == "" {
+			continue
+		}
+		named++
+		if _, err := h.store.Eval(ctx, a.FollowupEvalID); err != nil {
+			h.t.Errorf("alloc %s names follow-up eval %s: %v", a.Name, a.FollowupEvalID, err)
+		}
+	}
+	if named < min {
+		h.t.Fatalf("%d allocs name a follow-up eval, want at least %d", named, min)
+	}
 }
