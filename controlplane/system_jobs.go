@@ -4,11 +4,11 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"path"
 	"slices"
 
 	"go.uber.org/zap"
 
+	"github.com/drover-sched/drover/storage"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -54,25 +54,7 @@ func (s *Service) systemJobEvals(ctx context.Context, n *structs.Node, trigger s
 // datacenters (the cheap part of feasibility, as Nomad checks before it
 // creates the evaluation).
 func nodeRunsJob(n *structs.Node, j *structs.Job) bool {
-	pool, np := j.NodePool, n.NodePool
-	if pool == "" {
-		pool = structs.DefaultNodePool
-	}
-	if np == "" {
-		np = structs.DefaultNodePool
-	}
-	if pool != structs.NodePoolAll && pool != np {
-		return false
-	}
-	if len(j.Datacenters) == 0 {
-		return true
-	}
-	for _, p := range j.Datacenters {
-		if ok, err := path.Match(p, n.Datacenter); err == nil && ok {
-			return true
-		}
-	}
-	return false
+	return storage.NodeQuery{NodePool: j.NodePool, Datacenters: j.Datacenters}.InPoolAndDatacenters(n)
 }
 
 // evaluateSystemJobs writes and enqueues the node-update evaluations of

@@ -163,9 +163,14 @@ type NodeQuery struct {
 // ready (status ready, eligible, not draining), in the pool and in one of
 // the datacenters.
 func (q NodeQuery) Candidate(n *structs.Node) bool {
-	if q.OnlyIncluded || !n.Ready() {
-		return false
-	}
+	return !q.OnlyIncluded && n.Ready() && q.InPoolAndDatacenters(n)
+}
+
+// InPoolAndDatacenters reports whether n is in q's node pool (empty: the
+// default pool; "all": any) and in one of its datacenters (glob patterns;
+// none: any), whatever n's status: the cheap part of feasibility, as
+// Nomad checks it before it creates an evaluation for a node.
+func (q NodeQuery) InPoolAndDatacenters(n *structs.Node) bool {
 	pool, np := q.NodePool, n.NodePool
 	if pool == "" {
 		pool = structs.DefaultNodePool
