@@ -171,13 +171,9 @@ func (s *Store) ACLTokens(ctx context.Context, prefix string) ([]*structs.ACLTok
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*structs.ACLToken, 0, len(items))
-	for _, it := range items {
-		t, err := decode[structs.ACLToken](getB(it, "v"))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, t)
+	out, err := decodeValues[structs.ACLToken](items)
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool {
 		if out[i].CreateIndex != out[j].CreateIndex {
@@ -276,13 +272,9 @@ func (s *Store) ACLPolicies(ctx context.Context, prefix string) ([]*structs.ACLP
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*structs.ACLPolicy, 0, len(items))
-	for _, it := range items {
-		p, err := decode[structs.ACLPolicy](getB(it, "v"))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
+	out, err := decodeValues[structs.ACLPolicy](items)
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

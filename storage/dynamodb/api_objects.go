@@ -132,13 +132,9 @@ func (s *Store) Namespaces(ctx context.Context) ([]*structs.Namespace, error) {
 	if err != nil {
 		return nil, err
 	}
-	out := make([]*structs.Namespace, 0, len(items))
-	for _, it := range items {
-		n, err := decode[structs.Namespace](getB(it, "v"))
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, n)
+	out, err := decodeValues[structs.Namespace](items)
+	if err != nil {
+		return nil, err
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out, nil

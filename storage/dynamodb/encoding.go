@@ -84,6 +84,19 @@ func encodeAlloc(a *structs.Allocation) []byte {
 }
 
 // decode reads a value in any of the formats.
+// decodeValues decodes the value attribute ("v") of each item, in order.
+func decodeValues[T any](items []item) ([]*T, error) {
+	out := make([]*T, 0, len(items))
+	for _, it := range items {
+		v, err := decode[T](getB(it, "v"))
+		if err != nil {
+			return nil, fmt.Errorf("item %s/%s: %w", getS(it, "PK"), getS(it, "SK"), err)
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
 func decode[T any](b []byte) (*T, error) {
 	if len(b) == 0 {
 		return nil, errors.New("missing value attribute")
