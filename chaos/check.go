@@ -21,7 +21,8 @@ const (
 	InvUsage = "usage-record"
 	// InvDuplicate: no placement committed twice: one alloc per ID, in
 	// the job's and the node's views alike, and at most one live alloc
-	// per name of a job (invariant 3; no canaries are generated).
+	// per name of a job (invariant 3), besides one canary per name of a
+	// deployment awaiting promotion.
 	InvDuplicate = "duplicate-placement"
 	// InvCount: each running job has its count, unless no node has room
 	// for the missing allocs (and then a blocked eval waits for room).
@@ -39,11 +40,19 @@ const (
 	// InvReschedule: no alloc was rescheduled more often within its
 	// policy's interval than the policy's attempts.
 	InvReschedule = "reschedule-attempts"
+	// InvDeployment: the job's deployment of its current version has
+	// settled: a successful one leaves no alloc of an older version
+	// running; a failed one leaves none of its unpromoted canaries
+	// running and, with auto_revert, has rolled the job back to its
+	// latest stable version; an active one awaits promotion (its
+	// canaries placed, when a node has room; not all healthy, when every
+	// group auto-promotes) or places what no node has room for yet.
+	InvDeployment = "deployment"
 )
 
 // Invariants lists every invariant the checker holds (summary rows).
 var Invariants = []string{InvCapacity, InvUsage, InvDuplicate, InvCount, InvStopped, InvEvalParked, InvEarly,
-	InvBatchRerun, InvReschedule}
+	InvBatchRerun, InvReschedule, InvDeployment}
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -174,7 +183,17 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 				blocked = true
 			}
 		}
-		checkNames(j, allocs, add)
+		var d *structs.Deployment
+		if job != nil {
+			if cur, err := st.LatestDeployment(ctx, "default", j); err == nil && cur.JobCreateIndex == job.CreateIndex &&
+				cur.JobVersion == job.Version {
+				d = cur
+			} else if err != nil && !isNotFound(err) {
+				return nil, fmt.Errorf("check: deployment of %s: %w", j, err)
+			}
+		}
+		canaries := awaitingCanaries(d, allocs)
+		checkNames(j, allocs, deploymentCanaries(d, allocs), add)
 		checkReschedules(j, allocs, add)
 		if job == nil || job.Stop {
 			for _, a := range allocs {
@@ -197,13 +216,20 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 				need = need.Add(structs.ComparableResources{CPU: int64(t.Resources.CPU), MemoryMB: int64(t.Resources.MemoryMB)})
 			}
 		}
-		short := missing(job, tg, allocs)
-		if d, err := st.LatestDeployment(ctx, "default", j); err == nil && d.JobCreateIndex == job.CreateIndex &&
-			d.JobVersion == job.Version && d.Status == structs.DeploymentStatusFailed && short > 0 {
-			// A failed deployment holds placements back (Nomad's rule; no
-			// auto-revert is generated): only failed and lost allocs are
-			// replaced, which the reschedule checks cover.
+		short := missing(job, tg, allocs, canaries)
+		held := short
+		if d != nil && (d.Status == structs.DeploymentStatusFailed || d.RequiresPromotion()) && short > 0 {
+			// A failed deployment, and one awaiting the promotion of its
+			// canaries, hold placements back (Nomad's rule): only failed
+			// and lost allocs are replaced, which the reschedule checks
+			// cover; with auto_revert the rollback's deployment is the
+			// job's latest.
 			short = 0
+		}
+		if d != nil {
+			if err := checkDeployment(ctx, st, job, tg, d, allocs, canaries, held, roomFor(need), blocked, add); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case short < 0:
@@ -228,13 +254,160 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, storage.ErrNotFound) }
 
-// checkNames: one live alloc per name (no duplicate placement), and for a
-// batch job at most one complete alloc per name and job version.
-func checkNames(j string, allocs []*structs.Allocation, add func(inv, format string, args ...any)) {
+// awaitingCanaries are the live canaries of d's groups that await
+// promotion (nil when d is not active): they take the names of the allocs
+// they are to replace.
+func awaitingCanaries(d *structs.Deployment, allocs []*structs.Allocation) map[string]bool {
+	if d == nil || !d.Active() {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, a := range allocs {
+		g := d.TaskGroups[a.TaskGroup]
+		if a.DeploymentID == d.ID && a.DeploymentStatus.IsCanary() && g != nil && !g.Promoted && live(a) {
+			out[a.ID] = true
+		}
+	}
+	return out
+}
+
+// deploymentCanaries are the live canaries of d while it is active, or
+// failed after their promotion: each takes the name of an alloc it is to
+// replace, which runs until its own replacement is placed (a
+// destructive update waits for room, as in Nomad).
+func deploymentCanaries(d *structs.Deployment, allocs []*structs.Allocation) map[string]bool {
+	if d == nil || !(d.Active() || d.Status == structs.DeploymentStatusFailed) {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, a := range allocs {
+		g := d.TaskGroups[a.TaskGroup]
+		if a.DeploymentID == d.ID && a.DeploymentStatus.IsCanary() && g != nil && (d.Active() || g.Promoted) && live(a) {
+			out[a.ID] = true
+		}
+	}
+	return out
+}
+
+// live reports whether an alloc is wanted and not finished.
+func live(a *structs.Allocation) bool {
+	return a.DesiredStatus == structs.AllocDesiredStatusRun && !a.ClientTerminalStatus()
+}
+
+// checkDeployment holds the job's deployment d of its current version to
+// InvDeployment; short is how many allocs the group lacks (canaries
+// awaiting promotion not counted), room whether a node has room for one.
+func checkDeployment(ctx context.Context, st storage.Store, job *structs.Job, tg *structs.TaskGroup, d *structs.Deployment,
+	allocs []*structs.Allocation, canaries map[string]bool, short int, room, blocked bool, add func(inv, format string, args ...any)) error {
+	g := d.TaskGroups[tg.Name]
+	if g == nil {
+		return nil
+	}
+	switch {
+	case d.Status == structs.DeploymentStatusSuccessful:
+		for _, a := range allocs {
+			if live(a) && a.TaskGroup == tg.Name && a.JobVersion != job.Version {
+				add(InvDeployment, "job %s's deployment %s of version %d succeeded, its alloc %s (%s) of version %d still runs",
+					job.ID, d.ID, d.JobVersion, a.ID, a.Name, a.JobVersion)
+			}
+		}
+	case d.Status == structs.DeploymentStatusFailed:
+		for _, a := range allocs {
+			if live(a) && a.DeploymentID == d.ID && a.DeploymentStatus.IsCanary() && !g.Promoted {
+				add(InvDeployment, "job %s's deployment %s failed, its canary %s (%s) still runs", job.ID, d.ID, a.ID, a.Name)
+			}
+		}
+		if !g.AutoRevert {
+			return nil
+		}
+		versions, err := st.JobVersions(ctx, job.Namespace, job.ID)
+		if err != nil {
+			return fmt.Errorf("check: versions of %s: %w", job.ID, err)
+		}
+		for _, v := range structs.CurrentIncarnation(versions, job) {
+			if v.Version < d.JobVersion && v.Stable && !v.Stop {
+				add(InvDeployment, "job %s's deployment %s of version %d failed with auto_revert, the job was not rolled back to its stable version %d",
+					job.ID, d.ID, d.JobVersion, v.Version)
+				break
+			}
+		}
+	case d.Active() && d.RequiresPromotion():
+		if g.DesiredCanaries == 0 || g.Promoted {
+			return nil
+		}
+		n, healthy, older := 0, 0, 0
+		for _, a := range allocs {
+			switch {
+			case canaries[a.ID] && a.TaskGroup == tg.Name:
+				n++
+				if a.DeploymentStatus.IsHealthy() {
+					healthy++
+				}
+			case live(a) && a.TaskGroup == tg.Name && a.JobVersion != job.Version:
+				older++
+			}
+		}
+		if n < g.DesiredCanaries && older == 0 {
+			// Nothing left for canaries to replace (the older allocs were
+			// lost or stopped meanwhile): the reconciler places no
+			// canary, and holds every other placement back until the
+			// deployment is promoted or fails, as Nomad 1.6's does (its
+			// progress deadline fails it; none is generated).
+			return nil
+		}
+		switch {
+		case n < g.DesiredCanaries && room:
+			add(InvDeployment, "job %s's deployment %s runs %d of its %d canaries while a node has room for one", job.ID, d.ID, n, g.DesiredCanaries)
+		case n < g.DesiredCanaries && !blocked:
+			add(InvDeployment, "job %s's deployment %s runs %d of its %d canaries (no room) and has no blocked eval waiting for room",
+				job.ID, d.ID, n, g.DesiredCanaries)
+		case n > g.DesiredCanaries:
+			add(InvDeployment, "job %s's deployment %s runs %d canaries, it wants %d", job.ID, d.ID, n, g.DesiredCanaries)
+		case healthy == g.DesiredCanaries && d.HasAutoPromote():
+			add(InvDeployment, "job %s's deployment %s auto-promotes and its %d canaries are healthy: it was not promoted", job.ID, d.ID, healthy)
+		}
+	case d.Active() && short == 0 && g.HealthyAllocs >= g.DesiredTotal:
+		// (A deployment whose placements outnumbered the count, as when
+		// more failed allocs were rescheduled than a scale-down kept,
+		// waits for a healthy alloc it will never get: with no progress
+		// deadline it stays running, as in Nomad.)
+		add(InvDeployment, "job %s's deployment %s counts %d of %d allocs healthy and is left %s at rest", job.ID, d.ID,
+			g.HealthyAllocs, g.DesiredTotal, d.Status)
+	}
+	// The deployment's health counters are its allocs'. (Placed is not
+	// compared: it counts what the deployment's plans placed, not the
+	// allocs updated in place into it.)
+	healthy, unhealthy := 0, 0
+	for _, a := range allocs {
+		if a.DeploymentID != d.ID || a.TaskGroup != tg.Name {
+			continue
+		}
+		switch {
+		case a.DeploymentStatus.IsHealthy():
+			healthy++
+		case a.DeploymentStatus.IsUnhealthy():
+			unhealthy++
+		}
+	}
+	if healthy != g.HealthyAllocs || unhealthy != g.UnhealthyAllocs {
+		add(InvDeployment, "job %s's deployment %s (%s) counts %d healthy, %d unhealthy allocs; its allocs are %d, %d",
+			job.ID, d.ID, d.Status, g.HealthyAllocs, g.UnhealthyAllocs, healthy, unhealthy)
+	}
+	return nil
+}
+
+// checkNames: one live alloc per name (no duplicate placement) besides
+// one canary of the deployment (see deploymentCanaries), and for a batch job at most one complete
+// alloc per name and job version.
+func checkNames(j string, allocs []*structs.Allocation, canaries map[string]bool, add func(inv, format string, args ...any)) {
 	live := map[string][]string{}
+	canary := map[string][]string{}
 	done := map[string][]string{}
 	for _, a := range allocs {
-		if a.DesiredStatus == structs.AllocDesiredStatusRun && !a.ClientTerminalStatus() {
+		switch {
+		case canaries[a.ID]:
+			canary[a.Name] = append(canary[a.Name], a.ID)
+		case a.DesiredStatus == structs.AllocDesiredStatusRun && !a.ClientTerminalStatus():
 			live[a.Name] = append(live[a.Name], a.ID)
 		}
 		if a.Job != nil && a.Job.Type == structs.JobTypeBatch && a.ClientStatus == structs.AllocClientStatusComplete &&
@@ -247,6 +420,12 @@ func checkNames(j string, allocs []*structs.Allocation, add func(inv, format str
 		if len(ids) > 1 {
 			sort.Strings(ids)
 			add(InvDuplicate, "job %s has %d live allocs named %s: %v", j, len(ids), name, ids)
+		}
+	}
+	for name, ids := range canary {
+		if len(ids) > 1 {
+			sort.Strings(ids)
+			add(InvDuplicate, "job %s has %d canaries named %s: %v", j, len(ids), name, ids)
 		}
 	}
 	for k, ids := range done {
@@ -291,12 +470,13 @@ func checkReschedules(j string, allocs []*structs.Allocation, add func(inv, form
 // across a scale-down, as in Nomad. A service group counts its live
 // allocs. A batch group counts the names that have a live alloc, a
 // completed one of the current version, or a failed one its policy no
-// longer reschedules.
-func missing(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocation) int {
+// longer reschedules. Canaries awaiting promotion are not counted: the
+// allocs they are to replace still run.
+func missing(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocation, canaries map[string]bool) int {
 	live := 0
 	satisfied := map[string]bool{}
 	for _, a := range allocs {
-		if a.TaskGroup != tg.Name || a.DesiredStatus != structs.AllocDesiredStatusRun {
+		if a.TaskGroup != tg.Name || a.DesiredStatus != structs.AllocDesiredStatusRun || canaries[a.ID] {
 			continue
 		}
 		switch {

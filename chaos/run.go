@@ -313,6 +313,10 @@ type Stats struct {
 	Restarts   int
 	Allocs     int // allocations in the store at the end
 	Evals      int
+	// Work counts the features' work: steps that did something (a
+	// promotion, a drain...) and what the state at rest holds of them
+	// (canary allocs, reverted jobs...).
+	Work map[string]int
 }
 
 // simNode is a simulated node agent: it reads its assignments through the
@@ -380,6 +384,15 @@ func (r *Runner) Run(ctx context.Context, s *Schedule) (*Stats, []Violation, err
 		as, _ := r.Home.Store().AllocsByJob(ctx, "default", j)
 		es, _ := r.Home.Store().EvalsByJob(ctx, "default", j)
 		allocs, evals = allocs+len(as), evals+len(es)
+		for _, a := range as {
+			if a.DeploymentStatus.IsCanary() {
+				r.stats.Work["canary allocs at rest"]++
+			}
+		}
+		ds, _ := r.Home.Store().DeploymentsByJob(ctx, "default", j)
+		for _, d := range ds {
+			r.stats.Work["deployments at rest, "+d.Status]++
+		}
 	}
 	r.stats.Allocs, r.stats.Evals = allocs, evals
 	return &r.stats, v, nil
@@ -388,7 +401,7 @@ func (r *Runner) Run(ctx context.Context, s *Schedule) (*Stats, []Violation, err
 // setup registers the schedule's nodes.
 func (r *Runner) setup(ctx context.Context, s *Schedule) error {
 	r.ctx = ctx
-	r.stats = Stats{Faults: map[string]int{}}
+	r.stats = Stats{Faults: map[string]int{}, Work: map[string]int{}}
 	r.nodes = nil
 	for i := range s.Nodes {
 		n := &simNode{id: nodeID(i), outbox: map[string]*structs.Allocation{}}
@@ -425,9 +438,9 @@ func (r *Runner) dump() {
 		as, _ := st.AllocsByJob(r.ctx, "default", j)
 		sort.Slice(as, func(x, y int) bool { return as[x].CreateIndex < as[y].CreateIndex })
 		for _, a := range as {
-			r.Logf("  alloc %.8s %s v%d job=%t node=%.8s… desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s followup=%.8s dep=%.8s healthy=%t", a.ID, a.Name, a.JobVersion, a.Job != nil,
+			r.Logf("  alloc %.8s %s v%d job=%t node=%.8s… desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s followup=%.8s dep=%.8s healthy=%t canary=%t", a.ID, a.Name, a.JobVersion, a.Job != nil,
 				a.NodeID[len(a.NodeID)-4:], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID,
-				a.FollowupEvalID, a.DeploymentID, a.DeploymentStatus.IsHealthy())
+				a.FollowupEvalID, a.DeploymentID, a.DeploymentStatus.IsHealthy(), a.DeploymentStatus.IsCanary())
 		}
 		if d, err := st.LatestDeployment(r.ctx, "default", j); err == nil {
 			r.Logf("  deployment %.8s v%d %s %q", d.ID, d.JobVersion, d.Status, d.StatusDescription)
@@ -510,6 +523,22 @@ func (r *Runner) step(st Step) {
 			if _, err := svc.Heartbeat(ctx, n.id); err == nil {
 				n.down = false
 			}
+		}
+	case StepPromote, StepFailDeployment:
+		// As the CLI does: the job's latest deployment, then the
+		// deployment's endpoint (refused when it cannot be done).
+		d, err := r.Home.Store().LatestDeployment(ctx, "default", jobID(st.Job))
+		if err != nil || !d.Active() || (st.Kind == StepPromote && !d.RequiresPromotion()) {
+			break
+		}
+		if st.Kind == StepPromote {
+			_, err = svc.PromoteDeployment(ctx, d.ID, nil)
+		} else {
+			_, err = svc.FailDeployment(ctx, d.ID)
+		}
+		op(err)
+		if err == nil {
+			r.stats.Work[st.Kind.String()]++
 		}
 	case StepFault:
 		r.stats.Faults[st.Fault]++
@@ -641,10 +670,11 @@ func needsHealth(a *structs.Allocation) bool {
 	return a.DeploymentID != "" && !a.DeploymentStatus.HasHealth()
 }
 
-// clientUpdate is a node's report that alloc a is now status; a running
+// clientUpdate is a node's report that alloc a is now status: a running
 // alloc of a deployment reports itself healthy (its task runs: the
-// task_states health check), as the node agent does after
-// min_healthy_time.
+// task_states health check) after min_healthy_time, and one that failed
+// before it was healthy reports itself unhealthy; the health keeps what
+// the server set (the canary flag), as the node agent's does.
 func clientUpdate(a *structs.Allocation, status string, now time.Time) *structs.Allocation {
 	ts := &structs.TaskState{State: structs.TaskStateRunning, StartedAt: now}
 	switch status {
@@ -655,15 +685,21 @@ func clientUpdate(a *structs.Allocation, status string, now time.Time) *structs.
 	}
 	u := &structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: status, ClientDescription: "chaos: " + status,
 		TaskStates: map[string]*structs.TaskState{"t": ts}}
+	health := func(healthy bool) {
+		u.DeploymentID = a.DeploymentID
+		u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(healthy), Timestamp: now}
+		if cur := a.DeploymentStatus; cur != nil {
+			u.DeploymentStatus.Canary, u.DeploymentStatus.ModifyIndex = cur.Canary, cur.ModifyIndex
+		}
+	}
 	switch {
 	case status == structs.AllocClientStatusRunning && a.DeploymentID != "":
-		u.DeploymentID = a.DeploymentID
-		u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(true), Timestamp: now}
+		health(true)
 	case status == structs.AllocClientStatusFailed && a.DeploymentID != "" && !a.DeploymentStatus.HasHealth():
-		// A task that died before it was healthy: the agent reports the
-		// alloc unhealthy.
-		u.DeploymentID = a.DeploymentID
-		u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(false), Timestamp: now}
+		// A task that died before it was healthy: the alloc is reported
+		// unhealthy (a verdict once given is not changed, as Nomad's
+		// client does).
+		health(false)
 	}
 	return u
 }
@@ -753,12 +789,14 @@ func buildJob(id string, st Step) (*structs.Job, error) {
 			MaxDelay: new(time.Minute), Unlimited: new(true)}
 	}
 	if !st.Batch {
-		// A rolling update one or two at a time (no canaries: their names
-		// are those of live allocs), no progress deadline (a deployment
-		// failed by its deadline holds placements back, which the count
-		// check would have to tell from a lost one).
+		// A rolling update one or two at a time, with canaries and
+		// auto-revert when the step says (FeatCanaries), no progress
+		// deadline (a deployment failed by its deadline holds placements
+		// back, which the count check would have to tell from a lost
+		// one).
 		tg.Update = &api.UpdateStrategy{MaxParallel: new(1 + st.Variant%2), HealthCheck: new("task_states"),
-			MinHealthyTime: new(time.Duration(0)), HealthyDeadline: new(5 * time.Minute), ProgressDeadline: new(time.Duration(0))}
+			MinHealthyTime: new(time.Duration(0)), HealthyDeadline: new(5 * time.Minute), ProgressDeadline: new(time.Duration(0)),
+			Canary: new(st.Canary), AutoPromote: new(st.AutoPromote), AutoRevert: new(st.AutoRevert)}
 	}
 	job.AddTaskGroup(tg)
 	return jobspec.FromAPI(job)

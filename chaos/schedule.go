@@ -18,6 +18,7 @@ package chaos
 import (
 	"fmt"
 	"math/rand/v2"
+	"strings"
 	"time"
 )
 
@@ -31,11 +32,63 @@ type Params struct {
 	// Sequential plays deliveries one at a time (moto does not isolate
 	// concurrent transactions, so concurrent plans there prove nothing).
 	Sequential bool
+	// Features widen the schedules beyond the first generator's
+	// operations (0: exactly the schedules that generator made, which
+	// keeps the seeds of earlier findings replayable). Their draws come
+	// from a second random stream, so a seed's first-generator steps are
+	// the same whatever features are on: a feature decorates
+	// registrations and replaces some of the other steps.
+	Features Features
+	// FeatureRate is the chance that a step other than a registration or
+	// a fault is replaced by a feature's step.
+	FeatureRate float64
+}
+
+// Features are the kinds of work a schedule may hold besides the first
+// generator's.
+type Features uint
+
+// The features.
+const (
+	// FeatCanaries: service jobs may roll out with canaries
+	// (auto-promoted or not) and auto-revert; steps promote and fail
+	// deployments as an operator does through the API.
+	FeatCanaries Features = 1 << iota
+	// AllFeatures is every feature.
+	AllFeatures = FeatCanaries
+)
+
+var featureNames = map[Features]string{FeatCanaries: "canaries"}
+
+// ParseFeatures reads a comma-separated list of feature names, "all" or
+// "none".
+func ParseFeatures(s string) (Features, error) {
+	var f Features
+	for _, name := range strings.Split(s, ",") {
+		switch name = strings.TrimSpace(name); name {
+		case "", "none":
+			continue
+		case "all":
+			f |= AllFeatures
+			continue
+		}
+		found := false
+		for k, n := range featureNames {
+			if n == name {
+				f |= k
+				found = true
+			}
+		}
+		if !found {
+			return 0, fmt.Errorf("chaos: unknown feature %q", name)
+		}
+	}
+	return f, nil
 }
 
 // DefaultParams are small schedules: a few nodes whose capacity the jobs
 // can exceed, so that a wrong capacity check would over-commit.
-var DefaultParams = Params{Nodes: 3, Jobs: 5, Steps: 40, FaultRate: 0.15}
+var DefaultParams = Params{Nodes: 3, Jobs: 5, Steps: 40, FaultRate: 0.15, Features: AllFeatures, FeatureRate: 0.12}
 
 // Node capacity in every schedule: jobs ask 100–400 MHz and 64–256 MiB
 // per alloc, so a few allocs fill a node.
@@ -80,11 +133,17 @@ const (
 	// least once, everywhere): the queue's redelivery, or a delayed
 	// eval's timer firing twice or early.
 	StepRedeliver
+	// StepPromote promotes job Job's latest deployment (its canaries), as
+	// `nomad deployment promote` does through the API.
+	StepPromote
+	// StepFailDeployment fails job Job's latest deployment, as `nomad
+	// deployment fail` does (rolling back with auto_revert).
+	StepFailDeployment
 )
 
 var stepNames = map[StepKind]string{StepRegister: "register", StepScale: "scale", StepStop: "stop", StepPurge: "purge",
 	StepDeliver: "deliver", StepReport: "report", StepAdvance: "advance", StepNodeDown: "node-down", StepNodeUp: "node-up",
-	StepFault: "fault", StepRedeliver: "redeliver"}
+	StepFault: "fault", StepRedeliver: "redeliver", StepPromote: "promote", StepFailDeployment: "fail-deployment"}
 
 func (k StepKind) String() string { return stepNames[k] }
 
@@ -108,6 +167,10 @@ type Step struct {
 	Seed  uint64
 	// Early: a redelivery may be of a delayed eval before its time.
 	Early bool
+	// Canary, AutoPromote and AutoRevert are a service registration's
+	// update block (FeatCanaries).
+	Canary                  int
+	AutoPromote, AutoRevert bool
 }
 
 func (s Step) String() string {
@@ -117,10 +180,17 @@ func (s Step) String() string {
 		if s.Batch {
 			kind = "batch"
 		}
-		return fmt.Sprintf("register %s job%d count=%d cpu=%d mem=%d variant=%d", kind, s.Job, s.Count, s.CPU, s.Memory, s.Variant)
+		out := fmt.Sprintf("register %s job%d count=%d cpu=%d mem=%d variant=%d", kind, s.Job, s.Count, s.CPU, s.Memory, s.Variant)
+		if s.Canary > 0 {
+			out += fmt.Sprintf(" canary=%d auto_promote=%t", s.Canary, s.AutoPromote)
+		}
+		if s.AutoRevert {
+			out += " auto_revert"
+		}
+		return out
 	case StepScale:
 		return fmt.Sprintf("scale job%d count=%d", s.Job, s.Count)
-	case StepStop, StepPurge:
+	case StepStop, StepPurge, StepPromote, StepFailDeployment:
 		return fmt.Sprintf("%s job%d", s.Kind, s.Job)
 	case StepDeliver:
 		return fmt.Sprintf("deliver %d", s.N)
@@ -149,6 +219,8 @@ type Schedule struct {
 // schedule).
 func Generate(seed uint64, p Params, faults []string) *Schedule {
 	r := rand.New(rand.NewPCG(seed, 0x15c4a05))
+	// The features' stream: r's draws stay those of the first generator.
+	fr := rand.New(rand.NewPCG(seed, 0x15c4a06))
 	s := &Schedule{Seed: seed, Nodes: 2 + r.IntN(max(p.Nodes-1, 1)), Jobs: 2 + r.IntN(max(p.Jobs-1, 1))}
 	n := max(p.Steps/2, 1) + r.IntN(max(p.Steps/2, 1)+1)
 	registered := make([]bool, s.Jobs)
@@ -191,7 +263,36 @@ func Generate(seed uint64, p Params, faults []string) *Schedule {
 		default:
 			st.Kind, st.Early = StepRedeliver, r.IntN(2) == 0
 		}
+		if p.Features != 0 {
+			if st.Kind == StepRegister {
+				decorate(fr, p.Features, &st)
+			} else if fr.Float64() < p.FeatureRate {
+				st = featureStep(fr, p.Features, st)
+			}
+		}
 		s.Steps = append(s.Steps, st)
 	}
 	return s
+}
+
+// decorate draws a registration's feature settings.
+func decorate(r *rand.Rand, f Features, st *Step) {
+	if f&FeatCanaries != 0 && !st.Batch {
+		if r.IntN(3) == 0 {
+			st.Canary, st.AutoPromote = 1+r.IntN(2), r.IntN(2) == 0
+		}
+		st.AutoRevert = r.IntN(3) == 0
+	}
+}
+
+// featureStep is the feature step replacing st (on st's job and node).
+func featureStep(r *rand.Rand, f Features, st Step) Step {
+	var kinds []StepKind
+	if f&FeatCanaries != 0 {
+		kinds = append(kinds, StepPromote, StepPromote, StepFailDeployment)
+	}
+	if len(kinds) == 0 {
+		return st
+	}
+	return Step{Kind: kinds[r.IntN(len(kinds))], Job: st.Job, Node: st.Node, Seed: st.Seed}
 }

@@ -19,6 +19,8 @@ var (
 	flagSeeds  = flag.Int("seeds", 0, "chaos: how many seeds to run (0: the home's fixed CI seeds)")
 	flagFirst  = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
 	flagSteps  = flag.Int("steps", 0, "chaos: the schedules' step bound (0: the default)")
+	flagFeatures = flag.String("features", "", "chaos: the schedules' features: all, none (the first generator's schedules, as earlier findings name their seeds), or a list ("+
+		"canaries); empty: the suite's")
 	flagRepeat = flag.Int("repeat", 20, "chaos: with -seed, play it up to this many times until it fails (concurrent deliveries make a replay's interleaving vary)")
 )
 
@@ -57,6 +59,7 @@ type Summary struct {
 	Allocs     int
 	Evals      int
 	Faults     map[string]int
+	Work       map[string]int
 	Violations map[string]int
 	// Failed are the seeds whose schedule broke an invariant.
 	Failed  []uint64
@@ -132,7 +135,17 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 	if *flagSteps > 0 {
 		p.Steps = *flagSteps
 	}
-	sum := &Summary{Home: s.Name, Faults: map[string]int{}, Violations: map[string]int{}}
+	if *flagFeatures != "" {
+		f, err := ParseFeatures(*flagFeatures)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Features = f
+		if p.FeatureRate == 0 {
+			p.FeatureRate = DefaultParams.FeatureRate
+		}
+	}
+	sum := &Summary{Home: s.Name, Faults: map[string]int{}, Work: map[string]int{}, Violations: map[string]int{}}
 	start := time.Now()
 	for _, seed := range seeds {
 		env := NewEnv()
@@ -165,6 +178,9 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 		sum.Evals += st.Evals
 		for k, n := range st.Faults {
 			sum.Faults[k] += n
+		}
+		for k, n := range st.Work {
+			sum.Work[k] += n
 		}
 		if len(v) > 0 {
 			sum.Failed = append(sum.Failed, seed)
@@ -209,6 +225,17 @@ func (s *Summary) Print(w io.Writer) {
 	row("faults", total)
 	for _, k := range kinds {
 		row("  "+k, s.Faults[k])
+	}
+	work := make([]string, 0, len(s.Work))
+	for k := range s.Work {
+		work = append(work, k)
+	}
+	sort.Strings(work)
+	if len(work) > 0 {
+		fmt.Fprintf(w, "  %-34s %s\n", "features' work", "")
+	}
+	for _, k := range work {
+		row("  "+k, s.Work[k])
 	}
 	fmt.Fprintf(w, "  %-34s %s\n", "schedules violating", "")
 	for _, inv := range Invariants {
