@@ -15,10 +15,10 @@ import (
 // The suite's flags. This package is imported by tests only; both homes'
 // test binaries share these.
 var (
-	flagSeed   = flag.Int64("seed", -1, "chaos: replay this one seed (with its steps logged)")
-	flagSeeds  = flag.Int("seeds", 0, "chaos: how many seeds to run (0: the home's fixed CI seeds)")
-	flagFirst  = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
-	flagSteps  = flag.Int("steps", 0, "chaos: the schedules' step bound (0: the default)")
+	flagSeed     = flag.Int64("seed", -1, "chaos: replay this one seed (with its steps logged)")
+	flagSeeds    = flag.Int("seeds", 0, "chaos: how many seeds to run (0: the home's fixed CI seeds)")
+	flagFirst    = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
+	flagSteps    = flag.Int("steps", 0, "chaos: the schedules' step bound (0: the default)")
 	flagFeatures = flag.String("features", "", "chaos: the schedules' features: all, none (the first generator's schedules, as earlier findings name their seeds), or a list ("+
 		"canaries); empty: the suite's")
 	flagRepeat = flag.Int("repeat", 20, "chaos: with -seed, play it up to this many times until it fails (concurrent deliveries make a replay's interleaving vary)")
