@@ -369,7 +369,7 @@ func (r *Runner) Run(ctx context.Context, s *Schedule) (*Stats, []Violation, err
 			}
 		}
 	}
-	if err := r.quiesce(); err != nil {
+	if err := r.quiesce(s.PromoteAtRest); err != nil {
 		return &r.stats, nil, err
 	}
 	if r.Logf != nil {
@@ -707,7 +707,7 @@ func clientUpdate(a *structs.Allocation, status string, now time.Time) *structs.
 // quiesce brings the cluster to rest: faults off, every node back, every
 // eval delivered (the clock moved to each delayed one's time), every node
 // reporting until nothing changes.
-func (r *Runner) quiesce() error {
+func (r *Runner) quiesce(promote bool) error {
 	r.Home.Disarm()
 	r.Env.setStale(0)
 	if r.Home.Crashed() {
@@ -743,6 +743,9 @@ func (r *Runner) quiesce() error {
 			r.Env.Clock.Advance(t.Sub(r.Env.Clock.Now()) + time.Second)
 			continue
 		}
+		if promote && r.promoteAtRest() {
+			continue
+		}
 		return nil
 	}
 	var left []string
@@ -758,6 +761,24 @@ func (r *Runner) quiesce() error {
 	r.Env.Queue.mu.Unlock()
 	sort.Strings(left)
 	return fmt.Errorf("the cluster did not come to rest in 500 rounds (%d deliveries); queued: %v", r.stats.Deliveries, left)
+}
+
+// promoteAtRest promotes, as an operator would, each job's latest
+// deployment awaiting promotion whose canaries are all healthy (the
+// service refuses the others); it reports whether one was promoted.
+func (r *Runner) promoteAtRest() bool {
+	done := false
+	for _, j := range r.jobIDs {
+		d, err := r.Home.Store().LatestDeployment(r.ctx, "default", j)
+		if err != nil || !d.RequiresPromotion() {
+			continue
+		}
+		if _, err := r.Home.Service().PromoteDeployment(r.ctx, d.ID, nil); err == nil {
+			r.stats.Work["promote at rest"]++
+			done = true
+		}
+	}
+	return done
 }
 
 // buildJob is the job a registration step submits, in Nomad's API form

@@ -212,6 +212,10 @@ type Schedule struct {
 	Nodes int
 	Jobs  int
 	Steps []Step
+	// PromoteAtRest: once the cluster is quiet, an operator promotes
+	// every deployment whose canaries are all healthy (FeatCanaries; the
+	// rollout then goes on before the check).
+	PromoteAtRest bool
 }
 
 // Generate makes the schedule of seed: the same seed and params give the
@@ -222,6 +226,7 @@ func Generate(seed uint64, p Params, faults []string) *Schedule {
 	// The features' stream: r's draws stay those of the first generator.
 	fr := rand.New(rand.NewPCG(seed, 0x15c4a06))
 	s := &Schedule{Seed: seed, Nodes: 2 + r.IntN(max(p.Nodes-1, 1)), Jobs: 2 + r.IntN(max(p.Jobs-1, 1))}
+	s.PromoteAtRest = p.Features&FeatCanaries != 0 && fr.IntN(2) == 0
 	n := max(p.Steps/2, 1) + r.IntN(max(p.Steps/2, 1)+1)
 	registered := make([]bool, s.Jobs)
 	batch := make([]bool, s.Jobs)
