@@ -234,6 +234,29 @@ func TestCorrectionsOfNomad16(t *testing.T) {
 					t.Errorf("canary counter %d", c)
 				}
 			}},
+
+		// 6. A canary stopped as lost no longer counts as live (found by
+		// the chaos suite: seed 475 with the canaries feature; its node
+		// went down, the stop's replacement canary found no room, and
+		// the evaluations after counted the stopped canary, so the
+		// deployment could never be promoted).
+		{name: "6: lost canary stopped earlier: a canary is placed",
+			world: func() *world {
+				w := newWorld(group("web", 3, rolling(1, 2)))
+				dep := w.deployment("d1", structs.DeploymentStatusRunning, "web")
+				dep.TaskGroups["web"].DesiredCanaries = 2
+				dep.TaskGroups["web"].PlacedCanaries = []string{"C0", "C1"}
+				w.run("o", "web", 3, ver(0))
+				w.alloc("C0", "web", 0, onNode("n2"), lostStatus, stopped, inDeployment("d1", healthy, true))
+				w.alloc("C1", "web", 1, onNode("n2"), inDeployment("d1", healthy, true))
+				return w
+			},
+			want: outcome{place: l("web[0]/c")},
+			more: func(t *testing.T, res *Result) {
+				if c := res.DesiredTGUpdates["web"].Canary; c != 1 {
+					t.Errorf("canary counter %d", c)
+				}
+			}},
 	})
 }
 
