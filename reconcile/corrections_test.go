@@ -282,3 +282,25 @@ func TestCorrectionsDuplicateNamesResolved(t *testing.T) {
 	a.run("o", "web", 3, ver(0))
 	distinctLiveNames(a, "web", 4)(t, Reconcile(a.input()))
 }
+
+// TestPromotedCanaryStoppedAsSurplusFreesItsName: after promotion, a group
+// at its count with both canaries and an old failed alloc awaiting its
+// delayed reschedule counts one alloc too many; the old alloc is already
+// terminal, so a canary is stopped as the surplus (as Nomad 1.6 does) and
+// the old alloc is replaced by a destructive update. The replacement must
+// not keep the name the other canary keeps: the stopped canary's name is
+// free (found by the chaos suite: seed 79 with canaries left two live
+// allocs named web[0] after the deployment succeeded).
+func TestPromotedCanaryStoppedAsSurplusFreesItsName(t *testing.T) {
+	w := newWorld(group("web", 2, rolling(1, 2), resched(0, 0, time.Hour, "constant", 0, true)))
+	w.job.Version = 1
+	dep := w.deployment("d1", structs.DeploymentStatusRunning, "web")
+	dep.TaskGroups["web"].DesiredCanaries = 2
+	dep.TaskGroups["web"].Promoted = true
+	dep.TaskGroups["web"].PlacedCanaries = []string{"C0", "C1"}
+	w.alloc("o0", "web", 0, ver(0), failedAt(time.Minute))
+	w.alloc("C0", "web", 0, inDeployment("d1", healthy, true))
+	w.alloc("C1", "web", 1, inDeployment("d1", healthy, true))
+	res := Reconcile(w.input())
+	distinctLiveNames(w, "web", 2)(t, res)
+}

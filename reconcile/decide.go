@@ -13,6 +13,9 @@ func (g *groupRun) stopSurplus() {
 	stop := g.stopUnneeded()
 	g.desired.Stop += uint64(stop.len())
 	g.untainted = g.untainted.minus(stop)
+	// A promoted canary stopped as surplus keeps no name: a replacement
+	// may take it (renameDuplicates).
+	g.canaries = g.canaries.minus(stop)
 }
 
 // stopUnneeded returns the allocs to stop so that the group does not run
