@@ -48,11 +48,17 @@ const (
 	// canaries placed, when a node has room; not all healthy, when every
 	// group auto-promotes) or places what no node has room for yet.
 	InvDeployment = "deployment"
+	// InvDrain: a node an operator drained (and did not make eligible
+	// since) has finished its drain at rest (the deadline passed), stays
+	// ineligible, and runs nothing but the system allocs the drain was
+	// told to leave; what it ran is replaced elsewhere where a node has
+	// room (the count invariant, which only counts eligible nodes' room).
+	InvDrain = "drain"
 )
 
 // Invariants lists every invariant the checker holds (summary rows).
 var Invariants = []string{InvCapacity, InvUsage, InvDuplicate, InvCount, InvStopped, InvEvalParked, InvEarly,
-	InvBatchRerun, InvReschedule, InvDeployment}
+	InvBatchRerun, InvReschedule, InvDeployment, InvDrain}
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -90,7 +96,8 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 		}
 	}
 
-	// Capacity, usage records, and the node's view of its allocs.
+	drained := env.drainedNodes()
+	// Capacity, usage records, drains, and the node's view of its allocs.
 	free := map[string]structs.ComparableResources{}
 	for _, u := range nodes {
 		n := u.Node
@@ -112,6 +119,17 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 			if a.HoldsResources() && a.AllocatedResources != nil {
 				sum = sum.Add(a.AllocatedResources.Comparable())
 				held++
+			}
+		}
+		if ignoreSystem, ok := drained[n.ID]; ok {
+			if n.Drain || n.SchedulingEligibility != structs.NodeSchedulingIneligible {
+				add(InvDrain, "node %s was drained: at rest its drain is %t, its eligibility %s", n.ID, n.Drain, n.SchedulingEligibility)
+			}
+			for _, a := range as {
+				system := a.Job != nil && a.Job.Type == structs.JobTypeSystem
+				if live(a) && !(system && ignoreSystem) {
+					add(InvDrain, "node %s was drained: its alloc %s (%s) still runs (%s)", n.ID, a.ID, a.Name, a.ClientStatus)
+				}
 			}
 		}
 		capacity := n.Capacity()

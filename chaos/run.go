@@ -59,6 +59,35 @@ type Env struct {
 	Queue *Queue
 	obs   *observer
 	stale atomic.Int32 // node reads still to answer stale (FaultStaleRead)
+
+	// drained are the nodes an operator drained and has not made
+	// eligible since (by node ID: whether system jobs were left), which
+	// the checker holds to the drain invariant.
+	drainMu sync.Mutex
+	drained map[string]bool
+}
+
+func (e *Env) setDrained(nodeID string, drained, ignoreSystem bool) {
+	e.drainMu.Lock()
+	defer e.drainMu.Unlock()
+	if e.drained == nil {
+		e.drained = map[string]bool{}
+	}
+	if drained {
+		e.drained[nodeID] = ignoreSystem
+	} else {
+		delete(e.drained, nodeID)
+	}
+}
+
+func (e *Env) drainedNodes() map[string]bool {
+	e.drainMu.Lock()
+	defer e.drainMu.Unlock()
+	out := make(map[string]bool, len(e.drained))
+	for k, v := range e.drained {
+		out[k] = v
+	}
+	return out
 }
 
 // NewEnv returns an environment whose clock starts now.
@@ -427,7 +456,7 @@ func (r *Runner) dump() {
 	for _, n := range r.nodes {
 		node, err := st.Node(r.ctx, n.id)
 		if err == nil {
-			r.Logf("node %s: %s eligible=%s", n.id, node.Status, node.SchedulingEligibility)
+			r.Logf("node %s: %s eligible=%s drain=%t", n.id, node.Status, node.SchedulingEligibility, node.Drain)
 		}
 	}
 	for _, j := range r.jobIDs {
@@ -509,8 +538,41 @@ func (r *Runner) step(st Step) {
 	case StepAdvance:
 		r.Env.Clock.Advance(st.Advance)
 		// The timers' duty (embedded every second, the AWS sweeper every
-		// minute): deployment deadlines and progress.
+		// minute): deployment deadlines and progress, the drainer.
 		_ = svc.CheckDeployments(ctx)
+		_ = svc.RunDrainer(ctx)
+	case StepDrain:
+		n := r.nodes[st.Node]
+		_, err := svc.UpdateDrain(ctx, n.id, &controlplane.DrainSpec{Deadline: st.Deadline, IgnoreSystemJobs: st.IgnoreSystem}, false)
+		op(err)
+		// What the API answered aside, the drain is on when the store
+		// says so (a crash may have come after its write).
+		if node, gerr := r.Home.Store().Node(ctx, n.id); gerr == nil && node.Drain {
+			r.Env.setDrained(n.id, true, st.IgnoreSystem)
+			r.stats.Work["drain"]++
+		}
+	case StepEligibility:
+		n := r.nodes[st.Node]
+		node, err := r.Home.Store().Node(ctx, n.id)
+		if err != nil {
+			break
+		}
+		switch {
+		case st.Eligible && node.Drain:
+			_, err = svc.UpdateDrain(ctx, n.id, nil, true)
+		case st.Eligible:
+			_, err = svc.UpdateEligibility(ctx, n.id, structs.NodeSchedulingEligible)
+		default:
+			_, err = svc.UpdateEligibility(ctx, n.id, structs.NodeSchedulingIneligible)
+		}
+		op(err)
+		if node, gerr := r.Home.Store().Node(ctx, n.id); gerr == nil && !node.Drain &&
+			node.SchedulingEligibility == structs.NodeSchedulingEligible {
+			r.Env.setDrained(n.id, false, false)
+		}
+		if err == nil {
+			r.stats.Work[fmt.Sprintf("eligibility %t", st.Eligible)]++
+		}
 	case StepNodeDown:
 		n := r.nodes[st.Node]
 		if !n.down {
@@ -727,6 +789,7 @@ func (r *Runner) quiesce(promote bool) error {
 	for round := 0; round < 500; round++ {
 		r.Home.Sweep(r.ctx)
 		_ = r.Home.Service().CheckDeployments(r.ctx)
+		_ = r.Home.Service().RunDrainer(r.ctx)
 		progress := false
 		for i := 0; i < 100 && r.deliver(1) > 0; i++ {
 			progress = true
@@ -746,6 +809,11 @@ func (r *Runner) quiesce(promote bool) error {
 		if promote && r.promoteAtRest() {
 			continue
 		}
+		if t, ok := r.drainDeadline(); ok {
+			// A drain waits for its deadline to force what is left off.
+			r.Env.Clock.Advance(t.Sub(r.Env.Clock.Now()) + time.Second)
+			continue
+		}
 		return nil
 	}
 	var left []string
@@ -761,6 +829,23 @@ func (r *Runner) quiesce(promote bool) error {
 	r.Env.Queue.mu.Unlock()
 	sort.Strings(left)
 	return fmt.Errorf("the cluster did not come to rest in 500 rounds (%d deliveries); queued: %v", r.stats.Deliveries, left)
+}
+
+// drainDeadline is the earliest force deadline still ahead of a draining
+// node.
+func (r *Runner) drainDeadline() (time.Time, bool) {
+	var t time.Time
+	now := r.Env.Clock.Now()
+	for _, n := range r.nodes {
+		node, err := r.Home.Store().Node(r.ctx, n.id)
+		if err != nil || !node.Drain || node.DrainStrategy == nil {
+			continue
+		}
+		if d := node.DrainStrategy.ForceDeadline; d.After(now) && (t.IsZero() || d.Before(t)) {
+			t = d
+		}
+	}
+	return t, !t.IsZero()
 }
 
 // promoteAtRest promotes, as an operator would, each job's latest

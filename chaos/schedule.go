@@ -54,11 +54,14 @@ const (
 	// (auto-promoted or not) and auto-revert; steps promote and fail
 	// deployments as an operator does through the API.
 	FeatCanaries Features = 1 << iota
+	// FeatDrains: steps drain nodes (with a deadline, or forced) and
+	// toggle their eligibility, as an operator does through the API.
+	FeatDrains
 	// AllFeatures is every feature.
-	AllFeatures = FeatCanaries
+	AllFeatures = FeatCanaries | FeatDrains
 )
 
-var featureNames = map[Features]string{FeatCanaries: "canaries"}
+var featureNames = map[Features]string{FeatCanaries: "canaries", FeatDrains: "drains"}
 
 // ParseFeatures reads a comma-separated list of feature names, "all" or
 // "none".
@@ -139,11 +142,18 @@ const (
 	// StepFailDeployment fails job Job's latest deployment, as `nomad
 	// deployment fail` does (rolling back with auto_revert).
 	StepFailDeployment
+	// StepDrain drains node Node with deadline Deadline (< 0: forced),
+	// as `nomad node drain -enable` does.
+	StepDrain
+	// StepEligibility makes node Node eligible (cancelling its drain, as
+	// `nomad node drain -disable` does) or ineligible (Eligible false).
+	StepEligibility
 )
 
 var stepNames = map[StepKind]string{StepRegister: "register", StepScale: "scale", StepStop: "stop", StepPurge: "purge",
 	StepDeliver: "deliver", StepReport: "report", StepAdvance: "advance", StepNodeDown: "node-down", StepNodeUp: "node-up",
-	StepFault: "fault", StepRedeliver: "redeliver", StepPromote: "promote", StepFailDeployment: "fail-deployment"}
+	StepFault: "fault", StepRedeliver: "redeliver", StepPromote: "promote", StepFailDeployment: "fail-deployment",
+	StepDrain: "drain", StepEligibility: "eligibility"}
 
 func (k StepKind) String() string { return stepNames[k] }
 
@@ -171,6 +181,11 @@ type Step struct {
 	// update block (FeatCanaries).
 	Canary                  int
 	AutoPromote, AutoRevert bool
+	// Deadline and IgnoreSystem are a drain's; Eligible an eligibility
+	// step's (FeatDrains).
+	Deadline     time.Duration
+	IgnoreSystem bool
+	Eligible     bool
 }
 
 func (s Step) String() string {
@@ -198,6 +213,10 @@ func (s Step) String() string {
 		return fmt.Sprintf("%s node%d", s.Kind, s.Node)
 	case StepAdvance:
 		return fmt.Sprintf("advance %s", s.Advance)
+	case StepDrain:
+		return fmt.Sprintf("drain node%d deadline=%s ignore_system=%t", s.Node, s.Deadline, s.IgnoreSystem)
+	case StepEligibility:
+		return fmt.Sprintf("eligibility node%d eligible=%t", s.Node, s.Eligible)
 	case StepFault:
 		return fmt.Sprintf("fault %s", s.Fault)
 	case StepRedeliver:
@@ -296,8 +315,19 @@ func featureStep(r *rand.Rand, f Features, st Step) Step {
 	if f&FeatCanaries != 0 {
 		kinds = append(kinds, StepPromote, StepPromote, StepFailDeployment)
 	}
+	if f&FeatDrains != 0 {
+		kinds = append(kinds, StepDrain, StepDrain, StepEligibility, StepEligibility)
+	}
 	if len(kinds) == 0 {
 		return st
 	}
-	return Step{Kind: kinds[r.IntN(len(kinds))], Job: st.Job, Node: st.Node, Seed: st.Seed}
+	out := Step{Kind: kinds[r.IntN(len(kinds))], Job: st.Job, Node: st.Node, Seed: st.Seed}
+	switch out.Kind {
+	case StepDrain:
+		out.Deadline = []time.Duration{-1, 30 * time.Second, 2 * time.Minute, time.Hour}[r.IntN(4)]
+		out.IgnoreSystem = r.IntN(3) == 0
+	case StepEligibility:
+		out.Eligible = r.IntN(3) != 0
+	}
+	return out
 }
