@@ -97,6 +97,7 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 	}
 
 	drained := env.drainedNodes()
+	migrating := map[string][]*structs.Allocation{} // by job: live allocs left on drained nodes to migrate
 	// Capacity, usage records, drains, and the node's view of its allocs.
 	free := map[string]structs.ComparableResources{}
 	for _, u := range nodes {
@@ -122,14 +123,22 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 			}
 		}
 		if ignoreSystem, ok := drained[n.ID]; ok {
-			if n.Drain || n.SchedulingEligibility != structs.NodeSchedulingIneligible {
-				add(InvDrain, "node %s was drained: at rest its drain is %t, its eligibility %s", n.ID, n.Drain, n.SchedulingEligibility)
-			}
+			waiting := 0
 			for _, a := range as {
 				system := a.Job != nil && a.Job.Type == structs.JobTypeSystem
-				if live(a) && !(system && ignoreSystem) {
+				switch {
+				case !live(a) || (system && ignoreSystem):
+				case a.DesiredTransition.ShouldMigrate() && !system:
+					// Its replacement found no node: it stays until one
+					// has room (the job's check below), as in Nomad.
+					waiting++
+					migrating[a.JobID] = append(migrating[a.JobID], a)
+				default:
 					add(InvDrain, "node %s was drained: its alloc %s (%s) still runs (%s)", n.ID, a.ID, a.Name, a.ClientStatus)
 				}
+			}
+			if (n.Drain && waiting == 0) || n.SchedulingEligibility != structs.NodeSchedulingIneligible {
+				add(InvDrain, "node %s was drained: at rest its drain is %t, its eligibility %s", n.ID, n.Drain, n.SchedulingEligibility)
 			}
 		}
 		capacity := n.Capacity()
@@ -232,6 +241,14 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 		for _, t := range tg.Tasks {
 			if t.Resources != nil {
 				need = need.Add(structs.ComparableResources{CPU: int64(t.Resources.CPU), MemoryMB: int64(t.Resources.MemoryMB)})
+			}
+		}
+		for _, a := range migrating[j] {
+			switch {
+			case roomFor(need):
+				add(InvDrain, "job %s's alloc %s (%s) stays on drained node %s while a node has room for it", j, a.ID, a.Name, a.NodeID)
+			case !blocked:
+				add(InvDrain, "job %s's alloc %s (%s) stays on drained node %s (no room) and no blocked eval waits for room", j, a.ID, a.Name, a.NodeID)
 			}
 		}
 		short := missing(job, tg, allocs, canaries)
