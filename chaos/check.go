@@ -401,11 +401,13 @@ func checkDeployment(ctx context.Context, st storage.Store, job *structs.Job, tg
 		case healthy == g.DesiredCanaries && d.HasAutoPromote():
 			add(InvDeployment, "job %s's deployment %s auto-promotes and its %d canaries are healthy: it was not promoted", job.ID, d.ID, healthy)
 		}
-	case d.Active() && short == 0 && g.HealthyAllocs >= g.DesiredTotal:
+	case d.Active() && short == 0 && g.HealthyAllocs >= g.DesiredTotal && !blocked:
 		// (A deployment whose placements outnumbered the count, as when
 		// more failed allocs were rescheduled than a scale-down kept,
 		// waits for a healthy alloc it will never get: with no progress
-		// deadline it stays running, as in Nomad.)
+		// deadline it stays running, as in Nomad. One whose job waits
+		// for room, as a migration off a drained node does, is not
+		// complete either.)
 		add(InvDeployment, "job %s's deployment %s counts %d of %d allocs healthy and is left %s at rest", job.ID, d.ID,
 			g.HealthyAllocs, g.DesiredTotal, d.Status)
 	}
