@@ -220,7 +220,8 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 			}
 		}
 		canaries := awaitingCanaries(d, allocs)
-		checkNames(j, allocs, deploymentCanaries(d, allocs), add)
+		rollout := d != nil && (d.Active() || d.Status == structs.DeploymentStatusFailed)
+		checkNames(j, allocs, deploymentCanaries(d, allocs), rollout, d, add)
 		checkReschedules(j, allocs, add)
 		if job == nil || job.Stop {
 			for _, a := range allocs {
@@ -433,18 +434,29 @@ func checkDeployment(ctx context.Context, st storage.Store, job *structs.Job, tg
 	return nil
 }
 
-// checkNames: one live alloc per name (no duplicate placement) besides
-// one canary of the deployment (see deploymentCanaries), and for a batch job at most one complete
-// alloc per name and job version.
-func checkNames(j string, allocs []*structs.Allocation, canaries map[string]bool, add func(inv, format string, args ...any)) {
+// checkNames: one live alloc per name (no duplicate placement), and for
+// a batch job at most one complete alloc per name and job version. While
+// a rollout is under way or held (rollout: the deployment d of the job's
+// version is active, or failed), the allocs of older versions still to
+// be replaced share names with what replaces them (canaries, and allocs
+// that took over their names from an earlier deployment's promoted
+// canaries), as in Nomad: the names are then held unique within the
+// deployment's canaries, within the current version's other allocs, and
+// within the older ones.
+func checkNames(j string, allocs []*structs.Allocation, canaries map[string]bool, rollout bool, d *structs.Deployment,
+	add func(inv, format string, args ...any)) {
 	live := map[string][]string{}
+	older := map[string][]string{}
 	canary := map[string][]string{}
 	done := map[string][]string{}
 	for _, a := range allocs {
 		switch {
 		case canaries[a.ID]:
 			canary[a.Name] = append(canary[a.Name], a.ID)
-		case a.DesiredStatus == structs.AllocDesiredStatusRun && !a.ClientTerminalStatus():
+		case a.DesiredStatus != structs.AllocDesiredStatusRun || a.ClientTerminalStatus():
+		case rollout && a.JobVersion != d.JobVersion:
+			older[a.Name] = append(older[a.Name], a.ID)
+		default:
 			live[a.Name] = append(live[a.Name], a.ID)
 		}
 		if a.Job != nil && a.Job.Type == structs.JobTypeBatch && a.ClientStatus == structs.AllocClientStatusComplete &&
@@ -463,6 +475,12 @@ func checkNames(j string, allocs []*structs.Allocation, canaries map[string]bool
 		if len(ids) > 1 {
 			sort.Strings(ids)
 			add(InvDuplicate, "job %s has %d canaries named %s: %v", j, len(ids), name, ids)
+		}
+	}
+	for name, ids := range older {
+		if len(ids) > 1 {
+			sort.Strings(ids)
+			add(InvDuplicate, "job %s has %d live allocs of older versions named %s: %v", j, len(ids), name, ids)
 		}
 	}
 	for k, ids := range done {

@@ -471,8 +471,10 @@ func (r *Runner) dump() {
 				a.NodeID[len(a.NodeID)-4:], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID,
 				a.FollowupEvalID, a.DeploymentID, a.DeploymentStatus.IsHealthy(), a.DeploymentStatus.IsCanary())
 		}
-		if d, err := st.LatestDeployment(r.ctx, "default", j); err == nil {
-			r.Logf("  deployment %.8s v%d %s %q", d.ID, d.JobVersion, d.Status, d.StatusDescription)
+		ds, _ := st.DeploymentsByJob(r.ctx, "default", j)
+		sort.Slice(ds, func(x, y int) bool { return ds[x].CreateIndex < ds[y].CreateIndex })
+		for _, d := range ds {
+			r.Logf("  deployment %.8s v%d create=%d %s %q", d.ID, d.JobVersion, d.CreateIndex, d.Status, d.StatusDescription)
 			for g, s := range d.TaskGroups {
 				r.Logf("    %s: %+v", g, *s)
 			}
