@@ -412,14 +412,14 @@ func checkDeployment(ctx context.Context, st storage.Store, job *structs.Job, tg
 		add(InvDeployment, "job %s's deployment %s counts %d of %d allocs healthy and is left %s at rest", job.ID, d.ID,
 			g.HealthyAllocs, g.DesiredTotal, d.Status)
 	}
-	// The deployment's health counters are its allocs'. (Placed is not
-	// compared: it counts what the deployment's plans placed, not the
-	// allocs updated in place into it.)
-	healthy, unhealthy := 0, 0
+	// The deployment's counters are its allocs' (placed: those placed in
+	// it or updated in place into it, as in Nomad).
+	placed, healthy, unhealthy := 0, 0, 0
 	for _, a := range allocs {
 		if a.DeploymentID != d.ID || a.TaskGroup != tg.Name {
 			continue
 		}
+		placed++
 		switch {
 		case a.DeploymentStatus.IsHealthy():
 			healthy++
@@ -427,9 +427,9 @@ func checkDeployment(ctx context.Context, st storage.Store, job *structs.Job, tg
 			unhealthy++
 		}
 	}
-	if healthy != g.HealthyAllocs || unhealthy != g.UnhealthyAllocs {
-		add(InvDeployment, "job %s's deployment %s (%s) counts %d healthy, %d unhealthy allocs; its allocs are %d, %d",
-			job.ID, d.ID, d.Status, g.HealthyAllocs, g.UnhealthyAllocs, healthy, unhealthy)
+	if placed != g.PlacedAllocs || healthy != g.HealthyAllocs || unhealthy != g.UnhealthyAllocs {
+		add(InvDeployment, "job %s's deployment %s (%s) counts %d placed, %d healthy, %d unhealthy allocs; its allocs are %d, %d, %d",
+			job.ID, d.ID, d.Status, g.PlacedAllocs, g.HealthyAllocs, g.UnhealthyAllocs, placed, healthy, unhealthy)
 	}
 	return nil
 }
