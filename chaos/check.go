@@ -454,6 +454,9 @@ func checkNames(j string, allocs []*structs.Allocation, canaries map[string]bool
 		case canaries[a.ID]:
 			canary[a.Name] = append(canary[a.Name], a.ID)
 		case a.DesiredStatus != structs.AllocDesiredStatusRun || a.ClientTerminalStatus():
+		case rollout && a.JobVersion != d.JobVersion && a.DeploymentStatus.IsCanary():
+			// A promoted canary of a cancelled deployment, beside the
+			// alloc it was to replace.
 		case rollout && a.JobVersion != d.JobVersion:
 			older[a.Name] = append(older[a.Name], a.ID)
 		default:
