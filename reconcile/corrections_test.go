@@ -304,3 +304,33 @@ func TestPromotedCanaryStoppedAsSurplusFreesItsName(t *testing.T) {
 	res := Reconcile(w.input())
 	distinctLiveNames(w, "web", 2)(t, res)
 }
+
+// TestCanaryTakesNoNameAnotherAllocKeeps: a canary takes the name of an
+// alloc it is to replace, unless another alloc that stays keeps that name
+// too (here P, an earlier deployment's promoted canary, updated in place
+// while the old O0 of the same name needs a destructive update): the
+// canary then takes a free name, or once promoted it would share web[0]
+// with P for good, with web[2] never placed (found by the chaos suite:
+// seeds 238 and 356 with canaries ended with two live allocs named web[0]
+// after the deployment succeeded).
+func TestCanaryTakesNoNameAnotherAllocKeeps(t *testing.T) {
+	w := newWorld(group("web", 3, rolling(1, 1)))
+	w.job.Version = 2
+	old := w.deployment("d1", structs.DeploymentStatusCancelled, "web")
+	old.JobVersion = 1
+	old.TaskGroups["web"].DesiredCanaries, old.TaskGroups["web"].Promoted = 1, true
+	old.TaskGroups["web"].PlacedCanaries = []string{"P"}
+	w.alloc("P", "web", 0, ver(1), inDeployment("d1", healthy, true), kind(UpdateInPlace))
+	w.alloc("O0", "web", 0, ver(0), kind(UpdateDestructive))
+	w.alloc("O1", "web", 1, ver(2))
+	res := Reconcile(w.input())
+	var canaries []string
+	for _, p := range res.Place {
+		if p.Canary {
+			canaries = append(canaries, p.Name)
+		}
+	}
+	if want := structs.AllocName(w.jobID, "web", 2); len(canaries) != 1 || canaries[0] != want {
+		t.Fatalf("want one canary named %s, got %v", want, canaries)
+	}
+}
