@@ -534,6 +534,15 @@ func missing(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocati
 	live := 0
 	satisfied := map[string]bool{}
 	for _, a := range allocs {
+		if a.TaskGroup == tg.Name && job.Type == structs.JobTypeBatch && a.DesiredStatus == structs.AllocDesiredStatusStop &&
+			a.ClientStatus == structs.AllocClientStatusComplete && a.JobVersion == job.Version && ranSuccessfully(a) {
+			// Stopped by the server (a drain's migration, also when its
+			// replacement finds no node) after its tasks ended without
+			// failing: the reconciler counts its work as done, as Nomad's
+			// does.
+			satisfied[a.Name] = true
+			continue
+		}
 		if a.TaskGroup != tg.Name || a.DesiredStatus != structs.AllocDesiredStatusRun || canaries[a.ID] {
 			continue
 		}
@@ -575,6 +584,19 @@ func exhausted(a *structs.Allocation, tg *structs.TaskGroup) bool {
 		}
 	}
 	return n >= p.Attempts
+}
+
+// ranSuccessfully reports whether every task of a ended without failing.
+func ranSuccessfully(a *structs.Allocation) bool {
+	if len(a.TaskStates) == 0 {
+		return false
+	}
+	for _, ts := range a.TaskStates {
+		if ts == nil || !ts.Successful() {
+			return false
+		}
+	}
+	return true
 }
 
 func lastEvent(a *structs.Allocation) int64 {

@@ -102,37 +102,3 @@ func TestDroppedRescheduleStopKeepsItsRoom(t *testing.T) {
 		t.Fatalf("queued: %v", out.QueuedAllocations)
 	}
 }
-
-// TestMigrationStopDroppedWhenReplacementNotPlaced: an alloc asked to
-// migrate off a draining node is stopped only together with its
-// replacement, as Nomad's scheduler backs the stop out when the
-// replacement finds no node. Stopped without one, a batch alloc ended
-// "complete" without running its work and its job counted as done (found
-// by the chaos suite: seed 224 with drains, a forced drain while the other
-// node was full). Once there is room, the replacement takes over and A is
-// stopped in the same plan.
-func TestMigrationStopDroppedWhenReplacementNotPlaced(t *testing.T) {
-	now := time.Date(2025, 6, 1, 12, 0, 15, 0, time.UTC)
-	j := job(1, 500, 64)
-	yes := true
-	a := &structs.Allocation{ID: "A", Namespace: "default", Name: "web.g[0]", JobID: "web", Job: j, TaskGroup: "g", NodeID: "n1",
-		DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusRunning,
-		AllocatedResources: structs.AllocatedResourcesFor(j.TaskGroups[0]), DesiredTransition: structs.DesiredTransition{Migrate: &yes}}
-	full := []NodeCandidate{{Node: node("n2", 1000, 4096, nil), Used: structs.ComparableResources{CPU: 600, MemoryMB: 64}}}
-	out := planFor(t, j, []*structs.Allocation{a}, full, "E1", now)
-	if len(out.Plan.Stops) != 0 || len(out.Plan.Placements) != 0 {
-		t.Fatalf("full node: want no stop and no placement, got stops %+v, placements %d", out.Plan.Stops, len(out.Plan.Placements))
-	}
-	if out.FailedTGAllocs["g"] == nil || out.QueuedAllocations["g"] != 1 {
-		t.Fatalf("full node: want the group failed to place (queued 1), got %+v / %v", out.FailedTGAllocs, out.QueuedAllocations)
-	}
-
-	roomy := []NodeCandidate{{Node: node("n2", 1000, 4096, nil)}}
-	out = planFor(t, j, []*structs.Allocation{a}, roomy, "E2", now)
-	if len(out.Plan.Stops) != 1 || out.Plan.Stops[0].AllocID != "A" || out.Plan.Stops[0].DesiredDescription != reconcile.StatusAllocMigrating {
-		t.Fatalf("room: want A stopped as migrating, got %+v", out.Plan.Stops)
-	}
-	if len(out.Plan.Placements) != 1 || out.Plan.Placements[0].NodeID != "n2" || out.Plan.Placements[0].PreviousAllocation != "A" {
-		t.Fatalf("room: want A's replacement on n2, got %+v", out.Plan.Placements)
-	}
-}

@@ -406,18 +406,15 @@ func (g *groupRun) destructiveUpdates(limit int) {
 	}
 }
 
-// migrations places a replacement under the same name for every alloc
-// that must leave its node, and stops the alloc tied to its replacement
-// (Stop.ForPlacement): one whose replacement finds no node keeps running
-// where it is until a later evaluation finds room, as Nomad's scheduler
-// backs the stop out.
+// migrations stops every alloc that must leave its node and places its
+// replacement under the same name.
 func (g *groupRun) migrations() {
 	g.desired.Migrate += uint64(g.migrate.len())
 	res := g.r.res
 	for p := range g.migrate.ascending() {
+		g.stopAlloc(p, "", StatusAllocMigrating, "")
 		pl := g.replacement(p, false, false)
 		res.Place = append(res.Place, &pl)
-		res.Stop = append(res.Stop, &Stop{Alloc: g.allocs[p].alloc, StatusDescription: StatusAllocMigrating, ForPlacement: &pl})
 	}
 }
 

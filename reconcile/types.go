@@ -113,7 +113,7 @@ type Stop struct {
 	FollowupEvalID string
 	// ForPlacement, when set, is the placement this stop exists for: the
 	// alloc is stopped only to be replaced (a failed or forced alloc being
-	// rescheduled, an alloc migrating off a draining node). A plan must drop the stop when that placement cannot
+	// rescheduled). A plan must drop the stop when that placement cannot
 	// be made, so the alloc stays as it was (desired run, with its
 	// reschedule tracker) and a later evaluation replaces it, as later
 	// Nomad releases do. Nomad 1.6 keeps the stop, and the replacement
