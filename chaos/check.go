@@ -54,11 +54,18 @@ const (
 	// told to leave; what it ran is replaced elsewhere where a node has
 	// room (the count invariant, which only counts eligible nodes' room).
 	InvDrain = "drain"
+	// InvSystem: a running system job runs exactly one alloc, of its
+	// current version, on every ready eligible node that has room for
+	// one (and, where a node has none, a blocked eval waits), at most
+	// one on any node, and none of an older version on an ineligible
+	// node; a sysbatch job has run (or runs) its current version once on
+	// each such node, never twice.
+	InvSystem = "system"
 )
 
 // Invariants lists every invariant the checker holds (summary rows).
 var Invariants = []string{InvCapacity, InvUsage, InvDuplicate, InvCount, InvStopped, InvEvalParked, InvEarly,
-	InvBatchRerun, InvReschedule, InvDeployment, InvDrain}
+	InvBatchRerun, InvReschedule, InvDeployment, InvDrain, InvSystem}
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -221,7 +228,8 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 		}
 		canaries := awaitingCanaries(d, allocs)
 		rollout := d != nil && (d.Active() || d.Status == structs.DeploymentStatusFailed)
-		checkNames(j, allocs, deploymentCanaries(d, allocs), rollout, d, add)
+		systemJob := job != nil && (job.Type == structs.JobTypeSystem || job.Type == structs.JobTypeSysBatch)
+		checkNames(j, allocs, deploymentCanaries(d, allocs), rollout, d, systemJob, add)
 		checkReschedules(j, allocs, add)
 		if job == nil || job.Stop {
 			for _, a := range allocs {
@@ -243,6 +251,10 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 			if t.Resources != nil {
 				need = need.Add(structs.ComparableResources{CPU: int64(t.Resources.CPU), MemoryMB: int64(t.Resources.MemoryMB)})
 			}
+		}
+		if systemJob {
+			checkSystem(job, allocs, nodes, free, need, blocked, add)
+			continue
 		}
 		for _, a := range migrating[j] {
 			switch {
@@ -443,8 +455,24 @@ func checkDeployment(ctx context.Context, st storage.Store, job *structs.Job, tg
 // canaries), as in Nomad: the names are then held unique within the
 // deployment's canaries, within the current version's other allocs, and
 // within the older ones.
-func checkNames(j string, allocs []*structs.Allocation, canaries map[string]bool, rollout bool, d *structs.Deployment,
+func checkNames(j string, allocs []*structs.Allocation, canaries map[string]bool, rollout bool, d *structs.Deployment, system bool,
 	add func(inv, format string, args ...any)) {
+	// A system job's allocs share their name across nodes: one per node
+	// and name (also those of a purged system incarnation, beside a job
+	// of another type registered under its ID).
+	keyed := make([]*structs.Allocation, len(allocs))
+	for i, a := range allocs {
+		keyed[i] = a
+		if system || (a.Job != nil && (a.Job.Type == structs.JobTypeSystem || a.Job.Type == structs.JobTypeSysBatch)) {
+			c := *a
+			c.Name = a.NodeID + "/" + a.Name
+			keyed[i] = &c
+		}
+	}
+	allocs = keyed
+	if system {
+		rollout = false
+	}
 	live := map[string][]string{}
 	older := map[string][]string{}
 	canary := map[string][]string{}
@@ -584,6 +612,77 @@ func exhausted(a *structs.Allocation, tg *structs.TaskGroup) bool {
 		}
 	}
 	return n >= p.Attempts
+}
+
+// checkSystem holds a running system or sysbatch job to InvSystem.
+func checkSystem(job *structs.Job, allocs []*structs.Allocation, nodes []*storage.NodeUsage, free map[string]structs.ComparableResources,
+	need structs.ComparableResources, blocked bool, add func(inv, format string, args ...any)) {
+	sysbatch := job.Type == structs.JobTypeSysBatch
+	for _, u := range nodes {
+		n := u.Node
+		var liveOn, ran []*structs.Allocation
+		for _, a := range allocs {
+			if a.NodeID != n.ID {
+				continue
+			}
+			switch {
+			case live(a):
+				liveOn = append(liveOn, a)
+			case sysbatch && a.JobVersion == job.Version:
+				// Any alloc of the current version that ended, or was
+				// stopped or lost, is not placed again while the job is
+				// unchanged (Nomad's system scheduler leaves terminal
+				// sysbatch allocs alone).
+				ran = append(ran, a)
+			}
+		}
+		// Nomad's system scheduler places the group's count on each node
+		// (names g[0]..g[count-1]; checkNames holds them unique per node).
+		count := job.TaskGroups[0].Count
+		if len(liveOn) > count {
+			add(InvSystem, "system job %s runs %d allocs on node %s, its count is %d", job.ID, len(liveOn), n.ID, count)
+		}
+		if sysbatch {
+			runs := map[string]int{} // by name: complete or running allocs of the current version
+			for _, a := range ran {
+				if a.ClientStatus == structs.AllocClientStatusComplete {
+					runs[a.Name]++
+				}
+			}
+			for _, a := range liveOn {
+				if a.JobVersion == job.Version {
+					runs[a.Name]++
+				}
+			}
+			for name, k := range runs {
+				if k > 1 {
+					add(InvSystem, "sysbatch job %s ran %s of version %d on node %s %d times", job.ID, name, job.Version, n.ID, k)
+				}
+			}
+		}
+		if !n.Ready() {
+			for _, a := range liveOn {
+				if !n.Drain && a.JobVersion != job.Version {
+					add(InvSystem, "system job %s's alloc %s of version %d still runs on ineligible node %s (the job is at version %d)",
+						job.ID, a.ID, a.JobVersion, n.ID, job.Version)
+				}
+			}
+			continue
+		}
+		for _, a := range liveOn {
+			if a.JobVersion != job.Version {
+				add(InvSystem, "system job %s's alloc %s on node %s is of version %d, the job's is %d", job.ID, a.ID, n.ID, a.JobVersion, job.Version)
+			}
+		}
+		if len(liveOn)+len(ran) >= count {
+			continue
+		}
+		if ok, _ := free[n.ID].Superset(need); ok {
+			add(InvSystem, "system job %s runs %d of its %d allocs on ready node %s, which has room (%+v free)", job.ID, len(liveOn)+len(ran), count, n.ID, free[n.ID])
+		} else if !blocked {
+			add(InvSystem, "system job %s runs %d of its %d allocs on ready node %s (no room) and no blocked eval waits", job.ID, len(liveOn)+len(ran), count, n.ID)
+		}
+	}
 }
 
 // ranSuccessfully reports whether every task of a ended without failing.

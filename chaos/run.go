@@ -369,6 +369,11 @@ type Runner struct {
 	jobIDs []string
 	stats  Stats
 	ctx    context.Context
+	// again is an operator's request that failed (not refused), to be
+	// sent once more after the step (and the restart, if the server
+	// died): what a user does after an error.
+	again    *Step
+	retrying bool
 }
 
 // nodeID names node i of a schedule.
@@ -395,6 +400,19 @@ func (r *Runner) Run(ctx context.Context, s *Schedule) (*Stats, []Violation, err
 		if r.Home.Crashed() {
 			if err := r.restart(); err != nil {
 				return nil, nil, err
+			}
+		}
+		if again := r.again; again != nil {
+			r.again, r.retrying = nil, true
+			if r.Logf != nil {
+				r.Logf("step %d again: %s", i, *again)
+			}
+			r.step(*again)
+			r.retrying = false
+			if r.Home.Crashed() {
+				if err := r.restart(); err != nil {
+					return nil, nil, err
+				}
 			}
 		}
 	}
@@ -547,6 +565,7 @@ func (r *Runner) step(st Step) {
 		n := r.nodes[st.Node]
 		_, err := svc.UpdateDrain(ctx, n.id, &controlplane.DrainSpec{Deadline: st.Deadline, IgnoreSystemJobs: st.IgnoreSystem}, false)
 		op(err)
+		r.sendAgain(st, err)
 		// What the API answered aside, the drain is on when the store
 		// says so (a crash may have come after its write).
 		if node, gerr := r.Home.Store().Node(ctx, n.id); gerr == nil && node.Drain {
@@ -568,6 +587,7 @@ func (r *Runner) step(st Step) {
 			_, err = svc.UpdateEligibility(ctx, n.id, structs.NodeSchedulingIneligible)
 		}
 		op(err)
+		r.sendAgain(st, err)
 		if node, gerr := r.Home.Store().Node(ctx, n.id); gerr == nil && !node.Drain &&
 			node.SchedulingEligibility == structs.NodeSchedulingEligible {
 			r.Env.setDrained(n.id, false, false)
@@ -837,6 +857,14 @@ func (r *Runner) quiesce(promote bool) error {
 	return fmt.Errorf("the cluster did not come to rest in 500 rounds (%d deliveries); queued: %v", r.stats.Deliveries, left)
 }
 
+// sendAgain keeps an operator's request that failed (not refused as a
+// bad request) to be sent once more.
+func (r *Runner) sendAgain(st Step, err error) {
+	if err != nil && !r.retrying && !errors.Is(err, controlplane.ErrBadRequest) {
+		r.again = &st
+	}
+}
+
 // drainDeadline is the earliest force deadline still ahead of a draining
 // node.
 func (r *Runner) drainDeadline() (time.Time, bool) {
@@ -876,13 +904,19 @@ func (r *Runner) promoteAtRest() bool {
 // and through the same conversion and validation as the HTTP API.
 func buildJob(id string, st Step) (*structs.Job, error) {
 	var job *api.Job
-	if st.Batch {
+	count := st.Count
+	switch {
+	case st.Batch && st.System:
+		job, count = api.NewSysbatchJob(id, id, "global", 50), 1
+	case st.System:
+		job, count = api.NewSystemJob(id, id, "global", 50), 1
+	case st.Batch:
 		job = api.NewBatchJob(id, id, "global", 50)
-	} else {
+	default:
 		job = api.NewServiceJob(id, id, "global", 50)
 	}
 	job.Datacenters = []string{"dc1"}
-	tg := api.NewTaskGroup("g", st.Count)
+	tg := api.NewTaskGroup("g", count)
 	task := api.NewTask("t", "raw_exec")
 	task.Config = map[string]any{"command": "/bin/true"}
 	task.Env = map[string]string{"VARIANT": fmt.Sprint(st.Variant)}
@@ -893,14 +927,22 @@ func buildJob(id string, st Step) (*structs.Job, error) {
 	// schedule exercises it (the policy bounds are what the checker
 	// holds the reschedules to).
 	tg.RestartPolicy = &api.RestartPolicy{Attempts: new(0), Mode: new("fail"), Interval: new(time.Minute), Delay: new(time.Second)}
-	if st.Batch {
+	switch {
+	case st.System:
+		// System and sysbatch groups take no reschedule block (Nomad's
+		// rule: their allocs are replaced on their node), sysbatch no
+		// update block.
+	case st.Batch:
 		tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(2), Interval: new(time.Hour), Delay: new(5 * time.Second),
 			DelayFunction: new("constant"), Unlimited: new(false)}
-	} else {
+	default:
 		tg.ReschedulePolicy = &api.ReschedulePolicy{Delay: new(5 * time.Second), DelayFunction: new("exponential"),
 			MaxDelay: new(time.Minute), Unlimited: new(true)}
 	}
-	if !st.Batch {
+	if st.System && !st.Batch {
+		tg.Update = &api.UpdateStrategy{MaxParallel: new(1 + st.Variant%2), Stagger: new(5 * time.Second)}
+	}
+	if !st.Batch && !st.System {
 		// A rolling update one or two at a time, with canaries and
 		// auto-revert when the step says (FeatCanaries), no progress
 		// deadline (a deployment failed by its deadline holds placements

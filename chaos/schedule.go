@@ -57,11 +57,14 @@ const (
 	// FeatDrains: steps drain nodes (with a deadline, or forced) and
 	// toggle their eligibility, as an operator does through the API.
 	FeatDrains
+	// FeatSystem: a quarter of the jobs first registered as services are
+	// system jobs, a quarter of the batch ones sysbatch jobs.
+	FeatSystem
 	// AllFeatures is every feature.
-	AllFeatures = FeatCanaries | FeatDrains
+	AllFeatures = FeatCanaries | FeatDrains | FeatSystem
 )
 
-var featureNames = map[Features]string{FeatCanaries: "canaries", FeatDrains: "drains"}
+var featureNames = map[Features]string{FeatCanaries: "canaries", FeatDrains: "drains", FeatSystem: "system"}
 
 // ParseFeatures reads a comma-separated list of feature names, "all" or
 // "none".
@@ -166,8 +169,9 @@ type Step struct {
 	// Count of a scale.
 	Count, CPU, Memory, Variant int
 	// Batch: the registration is of a batch job (a job keeps the type of
-	// its first registration until purged).
-	Batch bool
+	// its first registration until purged); System: of a system job
+	// (with Batch: sysbatch), which runs one alloc per node (FeatSystem).
+	Batch, System bool
 	// N is how many evaluations a delivery takes at most.
 	N int
 	// Advance is a clock step.
@@ -192,7 +196,12 @@ func (s Step) String() string {
 	switch s.Kind {
 	case StepRegister:
 		kind := "service"
-		if s.Batch {
+		switch {
+		case s.Batch && s.System:
+			kind = "sysbatch"
+		case s.System:
+			kind = "system"
+		case s.Batch:
 			kind = "batch"
 		}
 		out := fmt.Sprintf("register %s job%d count=%d cpu=%d mem=%d variant=%d", kind, s.Job, s.Count, s.CPU, s.Memory, s.Variant)
@@ -249,6 +258,7 @@ func Generate(seed uint64, p Params, faults []string) *Schedule {
 	n := max(p.Steps/2, 1) + r.IntN(max(p.Steps/2, 1)+1)
 	registered := make([]bool, s.Jobs)
 	batch := make([]bool, s.Jobs)
+	system := make([]bool, s.Jobs)
 	for range n {
 		if len(faults) > 0 && r.Float64() < p.FaultRate {
 			s.Steps = append(s.Steps, Step{Kind: StepFault, Fault: faults[r.IntN(len(faults))], Seed: r.Uint64()})
@@ -256,6 +266,7 @@ func Generate(seed uint64, p Params, faults []string) *Schedule {
 		}
 		j := r.IntN(s.Jobs)
 		st := Step{Job: j, Node: r.IntN(s.Nodes), Seed: r.Uint64()}
+		first := !registered[j]
 		switch x := r.IntN(100); {
 		case x < 18 || !registered[j]:
 			if !registered[j] {
@@ -289,6 +300,10 @@ func Generate(seed uint64, p Params, faults []string) *Schedule {
 		}
 		if p.Features != 0 {
 			if st.Kind == StepRegister {
+				if first {
+					system[j] = p.Features&FeatSystem != 0 && fr.IntN(4) == 0
+				}
+				st.System = system[j]
 				decorate(fr, p.Features, &st)
 			} else if fr.Float64() < p.FeatureRate {
 				st = featureStep(fr, p.Features, st)
@@ -301,7 +316,7 @@ func Generate(seed uint64, p Params, faults []string) *Schedule {
 
 // decorate draws a registration's feature settings.
 func decorate(r *rand.Rand, f Features, st *Step) {
-	if f&FeatCanaries != 0 && !st.Batch {
+	if f&FeatCanaries != 0 && !st.Batch && !st.System {
 		if r.IntN(3) == 0 {
 			st.Canary, st.AutoPromote = 1+r.IntN(2), r.IntN(2) == 0
 		}
