@@ -435,6 +435,9 @@ func (r *Runner) Run(ctx context.Context, s *Schedule) (*Stats, []Violation, err
 			if a.DeploymentStatus.IsCanary() {
 				r.stats.Work["canary allocs at rest"]++
 			}
+			if a.Job != nil && (a.Job.Type == structs.JobTypeSystem || a.Job.Type == structs.JobTypeSysBatch) {
+				r.stats.Work[a.Job.Type+" allocs at rest"]++
+			}
 		}
 		ds, _ := r.Home.Store().DeploymentsByJob(ctx, "default", j)
 		for _, d := range ds {
