@@ -61,11 +61,15 @@ const (
 	// node; a sysbatch job has run (or runs) its current version once on
 	// each such node, never twice.
 	InvSystem = "system"
+	// InvDisconnect: at rest (every node back) no alloc is left unknown:
+	// each reconnected or was replaced, and one live alloc per name
+	// remains (duplicate-placement).
+	InvDisconnect = "disconnect"
 )
 
 // Invariants lists every invariant the checker holds (summary rows).
 var Invariants = []string{InvCapacity, InvUsage, InvDuplicate, InvCount, InvStopped, InvEvalParked, InvEarly,
-	InvBatchRerun, InvReschedule, InvDeployment, InvDrain, InvSystem}
+	InvBatchRerun, InvReschedule, InvDeployment, InvDrain, InvSystem, InvDisconnect}
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -231,6 +235,11 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 		systemJob := job != nil && (job.Type == structs.JobTypeSystem || job.Type == structs.JobTypeSysBatch)
 		checkNames(j, allocs, deploymentCanaries(d, allocs), rollout, d, systemJob, add)
 		checkReschedules(j, allocs, add)
+		for _, a := range allocs {
+			if a.ClientStatus == structs.AllocClientStatusUnknown && !a.ServerTerminalStatus() {
+				add(InvDisconnect, "job %s's alloc %s (%s) on node %s is still unknown at rest", j, a.ID, a.Name, a.NodeID)
+			}
+		}
 		if job == nil || job.Stop {
 			for _, a := range allocs {
 				if a.DesiredStatus == structs.AllocDesiredStatusRun && !a.ClientTerminalStatus() {

@@ -603,6 +603,9 @@ func (r *Runner) step(st Step) {
 		if !n.down {
 			n.down = true
 			op(svc.NodeMissedHeartbeat(ctx, n.id))
+			if node, err := r.Home.Store().Node(ctx, n.id); err == nil && node.Status == structs.NodeStatusDisconnected {
+				r.stats.Work["nodes disconnected"]++
+			}
 		}
 	case StepNodeUp:
 		n := r.nodes[st.Node]
@@ -704,6 +707,14 @@ func (r *Runner) report(n *simNode, rnd *rand.Rand, quiet bool) bool {
 		switch {
 		case a.DesiredStatus != structs.AllocDesiredStatusRun:
 			status = structs.AllocClientStatusComplete
+		case a.ClientStatus == structs.AllocClientStatusUnknown:
+			// The node was disconnected and kept running it: back, it
+			// says so (the server decides which of it and its
+			// replacement stays).
+			status = structs.AllocClientStatusRunning
+			if _, sent := n.outbox[a.ID]; !sent {
+				r.stats.Work["reconnect reports"]++
+			}
 		case a.ClientStatus == structs.AllocClientStatusPending:
 			if quiet || rnd.IntN(10) < 8 {
 				status = structs.AllocClientStatusRunning
@@ -929,6 +940,9 @@ func buildJob(id string, st Step) (*structs.Job, error) {
 	// the alloc at once, and rescheduling has short delays so that a
 	// schedule exercises it (the policy bounds are what the checker
 	// holds the reschedules to).
+	if st.LostAfter > 0 {
+		tg.Disconnect = &api.DisconnectStrategy{LostAfter: new(st.LostAfter)}
+	}
 	tg.RestartPolicy = &api.RestartPolicy{Attempts: new(0), Mode: new("fail"), Interval: new(time.Minute), Delay: new(time.Second)}
 	switch {
 	case st.System:

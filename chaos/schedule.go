@@ -60,11 +60,17 @@ const (
 	// FeatSystem: a quarter of the jobs first registered as services are
 	// system jobs, a quarter of the batch ones sysbatch jobs.
 	FeatSystem
+	// FeatDisconnects: a third of the service and batch registrations
+	// set disconnect { lost_after } (30 s to 5 min): a node that misses
+	// its heartbeats becomes disconnected, its allocs unknown, and its
+	// node agent, still running them, reports them again when it is back.
+	FeatDisconnects
 	// AllFeatures is every feature.
-	AllFeatures = FeatCanaries | FeatDrains | FeatSystem
+	AllFeatures = FeatCanaries | FeatDrains | FeatSystem | FeatDisconnects
 )
 
-var featureNames = map[Features]string{FeatCanaries: "canaries", FeatDrains: "drains", FeatSystem: "system"}
+var featureNames = map[Features]string{FeatCanaries: "canaries", FeatDrains: "drains", FeatSystem: "system",
+	FeatDisconnects: "disconnects"}
 
 // ParseFeatures reads a comma-separated list of feature names, "all" or
 // "none".
@@ -185,6 +191,9 @@ type Step struct {
 	// update block (FeatCanaries).
 	Canary                  int
 	AutoPromote, AutoRevert bool
+	// LostAfter is a registration's disconnect { lost_after }
+	// (FeatDisconnects; 0: none).
+	LostAfter time.Duration
 	// Deadline and IgnoreSystem are a drain's; Eligible an eligibility
 	// step's (FeatDrains).
 	Deadline     time.Duration
@@ -210,6 +219,9 @@ func (s Step) String() string {
 		}
 		if s.AutoRevert {
 			out += " auto_revert"
+		}
+		if s.LostAfter > 0 {
+			out += fmt.Sprintf(" lost_after=%s", s.LostAfter)
 		}
 		return out
 	case StepScale:
@@ -316,6 +328,9 @@ func Generate(seed uint64, p Params, faults []string) *Schedule {
 
 // decorate draws a registration's feature settings.
 func decorate(r *rand.Rand, f Features, st *Step) {
+	if f&FeatDisconnects != 0 && !st.System && r.IntN(3) == 0 {
+		st.LostAfter = time.Duration(30*(1+r.IntN(10))) * time.Second
+	}
 	if f&FeatCanaries != 0 && !st.Batch && !st.System {
 		if r.IntN(3) == 0 {
 			st.Canary, st.AutoPromote = 1+r.IntN(2), r.IntN(2) == 0
@@ -332,6 +347,9 @@ func featureStep(r *rand.Rand, f Features, st Step) Step {
 	}
 	if f&FeatDrains != 0 {
 		kinds = append(kinds, StepDrain, StepDrain, StepEligibility, StepEligibility)
+	}
+	if f&FeatDisconnects != 0 {
+		kinds = append(kinds, StepNodeDown, StepNodeUp)
 	}
 	if len(kinds) == 0 {
 		return st
