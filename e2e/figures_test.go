@@ -52,7 +52,7 @@ func TestNodeAgentFigures(t *testing.T) {
 		lat[0].Round(time.Millisecond), lat[len(lat)/2].Round(time.Millisecond),
 		(sum / time.Duration(len(lat))).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 
-	pid := client.cmd.Process.Pid
+	pid := client.Cmd.Process.Pid
 	time.Sleep(5 * time.Second) // settle
 	const window = 30 * time.Second
 	cpu0 := procCPU(t, pid)
