@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -58,6 +59,9 @@ type Summary struct {
 	Evals      int
 	Faults     map[string]int
 	Violations map[string]int
+	// Extra are a home's invariants beyond Invariants (rows of the
+	// table, zero or not).
+	Extra []string
 	// Failed are the seeds whose schedule broke an invariant.
 	Failed  []uint64
 	Elapsed time.Duration
@@ -83,6 +87,10 @@ func Seeds(ci int) []uint64 {
 	}
 	return out
 }
+
+// Replaying reports whether -seed asked for one seed to be replayed
+// (with its steps logged, until it fails).
+func Replaying() bool { return *flagSeed >= 0 }
 
 // Run plays the seeds and fails t, naming each failing seed and its
 // replay command, when a schedule breaks an invariant. It returns the
@@ -194,8 +202,12 @@ func (s *Summary) Print(w io.Writer) {
 	row := func(k string, v any) { fmt.Fprintf(w, "  %-34s %v\n", k, v) }
 	row("steps", s.Steps)
 	row("operations (refused/failed)", fmt.Sprintf("%d (%d)", s.Operations, s.OpErrors))
-	row("deliveries", s.Deliveries)
-	row("node reports", s.Reports)
+	if s.Deliveries > 0 || s.Reports > 0 {
+		// The in-process homes deliver evals and make nodes report; the
+		// process-level leg's real server and agents do it themselves.
+		row("deliveries", s.Deliveries)
+		row("node reports", s.Reports)
+	}
 	row("restarts", s.Restarts)
 	row("allocs at rest", s.Allocs)
 	row("evals at rest", s.Evals)
@@ -212,6 +224,17 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  %-34s %s\n", "schedules violating", "")
 	for _, inv := range Invariants {
+		row("  "+inv, s.Violations[inv])
+	}
+	rows := slices.Clone(s.Extra)
+	var other []string
+	for inv := range s.Violations {
+		if !slices.Contains(Invariants, inv) && !slices.Contains(rows, inv) {
+			other = append(other, inv)
+		}
+	}
+	sort.Strings(other)
+	for _, inv := range append(rows, other...) {
 		row("  "+inv, s.Violations[inv])
 	}
 	if len(s.Failed) > 0 {
