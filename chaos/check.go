@@ -290,13 +290,23 @@ func checkReschedules(j string, allocs []*structs.Allocation, add func(inv, form
 // too many run). Names are not held to the count: an alloc keeps its name
 // across a scale-down, as in Nomad. A service group counts its live
 // allocs. A batch group counts the names that have a live alloc, a
-// completed one of the current version, or a failed one its policy no
-// longer reschedules.
+// completed one of the current version (stopped by the server or not,
+// as the reconciler counts it), or a failed one its policy no longer
+// reschedules.
 func missing(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocation) int {
 	live := 0
 	satisfied := map[string]bool{}
 	for _, a := range allocs {
-		if a.TaskGroup != tg.Name || a.DesiredStatus != structs.AllocDesiredStatusRun {
+		if a.TaskGroup != tg.Name {
+			continue
+		}
+		if a.DesiredStatus != structs.AllocDesiredStatusRun {
+			// A batch alloc the server stopped after it ran to
+			// completion (marked lost, then its node reported it
+			// complete) did its work.
+			if job.Type == structs.JobTypeBatch && a.JobVersion == job.Version && ranToCompletion(a) {
+				satisfied[a.Name] = true
+			}
 			continue
 		}
 		switch {
@@ -317,6 +327,20 @@ func missing(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocati
 		return tg.Count - live
 	}
 	return max(tg.Count-len(satisfied), 0)
+}
+
+// ranToCompletion reports whether every task of a complete alloc
+// finished successfully.
+func ranToCompletion(a *structs.Allocation) bool {
+	if a.ClientStatus != structs.AllocClientStatusComplete || len(a.TaskStates) == 0 {
+		return false
+	}
+	for _, ts := range a.TaskStates {
+		if ts == nil || !ts.Successful() {
+			return false
+		}
+	}
+	return true
 }
 
 // exhausted reports whether a failed alloc's policy allows no more

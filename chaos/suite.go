@@ -162,27 +162,8 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 		if err != nil {
 			t.Fatalf("%s: seed %d: the harness failed: %v; replay: %s", s.Name, seed, err, fmt.Sprintf(s.Replay, seed))
 		}
-		sum.Schedules++
-		sum.Steps += st.Steps
-		sum.Operations += st.Operations
-		sum.OpErrors += st.OpErrors
-		sum.Deliveries += st.Deliveries
-		sum.Reports += st.Reports
-		sum.Restarts += st.Restarts
-		sum.Allocs += st.Allocs
-		sum.Evals += st.Evals
-		for k, n := range st.Faults {
-			sum.Faults[k] += n
-		}
+		sum.Add(seed, st, v)
 		if len(v) > 0 {
-			sum.Failed = append(sum.Failed, seed)
-			seen := map[string]bool{}
-			for _, x := range v {
-				if !seen[x.Invariant] {
-					seen[x.Invariant] = true
-					sum.Violations[x.Invariant]++
-				}
-			}
 			if log.Len() > 0 {
 				t.Log("the failing run:\n" + log.String())
 			}
@@ -194,6 +175,34 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 	}
 	sum.Elapsed = time.Since(start)
 	return sum
+}
+
+// Add counts one schedule's stats and violations (each invariant once
+// per schedule; seed among the failed ones when it broke any).
+func (s *Summary) Add(seed uint64, st *Stats, v []Violation) {
+	s.Schedules++
+	s.Steps += st.Steps
+	s.Operations += st.Operations
+	s.OpErrors += st.OpErrors
+	s.Deliveries += st.Deliveries
+	s.Reports += st.Reports
+	s.Restarts += st.Restarts
+	s.Allocs += st.Allocs
+	s.Evals += st.Evals
+	for k, n := range st.Faults {
+		s.Faults[k] += n
+	}
+	if len(v) == 0 {
+		return
+	}
+	s.Failed = append(s.Failed, seed)
+	seen := map[string]bool{}
+	for _, x := range v {
+		if !seen[x.Invariant] {
+			seen[x.Invariant] = true
+			s.Violations[x.Invariant]++
+		}
+	}
 }
 
 // Print writes the summary table.
