@@ -4,10 +4,8 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -21,21 +19,7 @@ import (
 // droverBin is the binary built once for the whole package.
 var droverBin string
 
-func TestMain(m *testing.M) {
-	dir, err := os.MkdirTemp("", "drover-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	droverBin, err = proctest.BuildDrover(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
-}
+func TestMain(m *testing.M) { os.Exit(proctest.MainWithDrover(m, &droverBin)) }
 
 // anyPort asks the agent to bind a free port of its choosing; harness
 // functions read the bound address from its banner, so that no other
@@ -120,28 +104,12 @@ func (a *agentProc) stop() { a.Stop(30 * time.Second) }
 // their supervisors.
 func (a *agentProc) kill() { a.Kill() }
 
-// procsWith returns the pids whose command line contains marker.
+// procsWith returns the pids whose command line contains marker (task
+// supervisors left out).
 func procsWith(marker string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var pids []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		cmd := strings.ReplaceAll(string(b), "\x00", " ")
-		if strings.Contains(cmd, marker) && !strings.Contains(cmd, "task-supervisor") {
-			if st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat")); err == nil && isZombie(string(st)) {
-				continue
-			}
-			pids = append(pids, pid)
-		}
-	}
-	return pids
+	return pidsWhere(func(_ int, cmdline string, _ int) bool {
+		return strings.Contains(cmdline, marker) && !strings.Contains(cmdline, "task-supervisor")
+	})
 }
 
 // killLeftovers kills any process still running marker (a failed test

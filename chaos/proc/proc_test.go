@@ -105,19 +105,7 @@ func TestMain(m *testing.M) {
 		skipReason = "the process-level chaos leg reads /proc and signals process groups: Linux only"
 		os.Exit(m.Run())
 	}
-	dir, err := os.MkdirTemp("", "drover-chaos-proc-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	droverBin, err = proctest.BuildDrover(dir)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
-	}
-	code := m.Run()
-	os.RemoveAll(dir)
-	os.Exit(code)
+	os.Exit(proctest.MainWithDrover(m, &droverBin))
 }
 
 // TestChaosProc plays the fixed CI seeds (or -seeds N from -first-seed,
@@ -147,29 +135,14 @@ func TestChaosProc(t *testing.T) {
 				st, v, logs := playSeed(t, seed)
 				mu.Lock()
 				defer mu.Unlock()
-				sum.Schedules++
-				sum.Steps += st.steps
-				sum.Operations += st.ops
-				sum.OpErrors += st.opErrors
-				sum.Restarts += st.restarts
-				sum.Allocs += st.allocs
-				sum.Evals += st.evals
-				for k, n := range st.faults {
-					sum.Faults[k] += n
-				}
+				sum.Add(seed, st, v)
 				if len(v) == 0 {
 					return
 				}
 				failed = true
-				sum.Failed = append(sum.Failed, seed)
-				seen := map[string]bool{}
 				var b strings.Builder
 				fmt.Fprintf(&b, "seed %d broke %d invariant(s); replay: %s; logs: %s\n", seed, len(v), fmt.Sprintf(replay, seed), logs)
 				for _, x := range v {
-					if !seen[x.Invariant] {
-						seen[x.Invariant] = true
-						sum.Violations[x.Invariant]++
-					}
 					fmt.Fprintf(&b, "  %s\n", x)
 				}
 				t.Error(b.String())
@@ -186,12 +159,6 @@ func TestChaosProc(t *testing.T) {
 	}
 }
 
-// stats count what one schedule did.
-type stats struct {
-	steps, ops, opErrors, restarts, allocs, evals int
-	faults                                        map[string]int
-}
-
 // player plays one schedule on a cluster.
 type player struct {
 	t     testing.TB
@@ -199,7 +166,7 @@ type player struct {
 	seed  uint64
 	jobs  []string
 	mu    sync.Mutex // guards st and run
-	st    stats
+	st    chaos.Stats
 	run   strings.Builder
 	ops   sync.WaitGroup
 	slots chan struct{} // operations in flight
@@ -217,20 +184,20 @@ func (p *player) logf(format string, args ...any) {
 // playSeed plays seed's schedule on a fresh cluster, brings it to rest
 // and checks it; it returns the stats, the violations and where the logs
 // of a failing run were saved. A harness failure fails t.
-func playSeed(t *testing.T, seed uint64) (*stats, []chaos.Violation, string) {
+func playSeed(t *testing.T, seed uint64) (*chaos.Stats, []chaos.Violation, string) {
 	sched := chaos.Generate(seed, params, faults)
 	cl, err := newCluster(t, sched.Nodes)
 	if err != nil {
 		t.Fatalf("seed %d: the harness failed to start its cluster: %v; replay: %s", seed, err, fmt.Sprintf(replay, seed))
 	}
-	p := &player{t: t, cl: cl, seed: seed, st: stats{faults: map[string]int{}}, slots: make(chan struct{}, 4), start: time.Now()}
+	p := &player{t: t, cl: cl, seed: seed, st: chaos.Stats{Faults: map[string]int{}}, slots: make(chan struct{}, 4), start: time.Now()}
 	for i := range sched.Jobs {
 		p.jobs = append(p.jobs, fmt.Sprintf("job%d", i))
 	}
 	p.logf("seed %d: %d nodes, %d jobs, %d steps", seed, sched.Nodes, sched.Jobs, len(sched.Steps))
 	for i, st := range sched.Steps {
 		p.step(i, st)
-		p.st.steps++
+		p.st.Steps++
 	}
 	v, err := p.rest()
 	if err != nil {
@@ -263,9 +230,9 @@ func (p *player) step(i int, st chaos.Step) {
 			defer func() { <-p.slots; p.ops.Done() }()
 			err := p.operate(st)
 			p.mu.Lock()
-			p.st.ops++
+			p.st.Operations++
 			if err != nil {
-				p.st.opErrors++
+				p.st.OpErrors++
 			}
 			p.mu.Unlock()
 			p.logf("step %d: %s -> %v", i, st, err)
@@ -401,7 +368,7 @@ func (p *player) fault(i int, kind string, rnd *rand.Rand) {
 		_ = syscall.Kill(pids[rnd.IntN(len(pids))], syscall.SIGKILL)
 	}
 	p.mu.Lock()
-	p.st.faults[kind]++
+	p.st.Faults[kind]++
 	p.mu.Unlock()
 	target := ""
 	if c != nil && kind != FaultKillServer && kind != FaultKillTask {
@@ -412,7 +379,7 @@ func (p *player) fault(i int, kind string, rnd *rand.Rand) {
 
 func (p *player) countRestart() {
 	p.mu.Lock()
-	p.st.restarts++
+	p.st.Restarts++
 	p.mu.Unlock()
 }
 
@@ -502,47 +469,14 @@ func (p *player) rest() ([]chaos.Violation, error) {
 	for _, j := range p.jobs {
 		as, _ := st.AllocsByJob(ctx, "default", j)
 		es, _ := st.EvalsByJob(ctx, "default", j)
-		p.st.allocs += len(as)
-		p.st.evals += len(es)
+		p.st.Allocs += len(as)
+		p.st.Evals += len(es)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].Invariant < out[j].Invariant })
 	if len(out) > 0 {
-		p.dump(ctx, st)
+		chaos.DumpJobs(ctx, st, p.jobs, p.logf)
 	}
 	return out, nil
-}
-
-// dump logs the server's state file at rest (a failing run's log).
-func (p *player) dump(ctx context.Context, st *embedded.Store) {
-	for _, j := range p.jobs {
-		if job, err := st.Job(ctx, "default", j); err == nil {
-			p.logf("job %s: %s v%d stop=%t status=%s count=%d", j, job.Type, job.Version, job.Stop, job.Status, job.TaskGroups[0].Count)
-		}
-		as, _ := st.AllocsByJob(ctx, "default", j)
-		sort.Slice(as, func(x, y int) bool { return as[x].CreateIndex < as[y].CreateIndex })
-		for _, a := range as {
-			p.logf("  alloc %.8s %s v%d node=%.8s desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s followup=%.8s dep=%.8s healthy=%t resched=%v",
-				a.ID, a.Name, a.JobVersion, a.NodeID, a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation,
-				a.EvalID, a.FollowupEvalID, a.DeploymentID, a.DeploymentStatus.IsHealthy(), a.RescheduleTracker != nil)
-		}
-		if d, err := st.LatestDeployment(ctx, "default", j); err == nil {
-			p.logf("  deployment %.8s v%d %s %q", d.ID, d.JobVersion, d.Status, d.StatusDescription)
-			for g, s := range d.TaskGroups {
-				p.logf("    %s: %+v", g, *s)
-			}
-		}
-		es, _ := st.EvalsByJob(ctx, "default", j)
-		sort.Slice(es, func(x, y int) bool { return es[x].CreateIndex < es[y].CreateIndex })
-		for _, e := range es {
-			p.logf("  eval %.8s %s %s create=%d wait=%s prev=%.8s blocked=%.8s desc=%q", e.ID, e.TriggeredBy, e.Status, e.CreateIndex,
-				e.WaitUntil.Format("15:04:05.000"), e.PreviousEval, e.BlockedEval, e.StatusDescription)
-			if e.PlanAnnotations != nil {
-				for g, u := range e.PlanAnnotations.DesiredTGUpdates {
-					p.logf("    %s: %+v", g, *u)
-				}
-			}
-		}
-	}
 }
 
 // waitRest polls the API and /proc until the cluster is quiet (no eval

@@ -33,6 +33,24 @@ func BuildDrover(dir string) (string, error) {
 	return bin, nil
 }
 
+// MainWithDrover is a TestMain's body for a package whose tests run the
+// drover binary: it builds it into a temporary directory, sets *bin to
+// its path, runs the tests and removes the directory; it returns the
+// exit code (1 when the build fails).
+func MainWithDrover(m *testing.M, bin *string) int {
+	dir, err := os.MkdirTemp("", "drover-test-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	if *bin, err = BuildDrover(dir); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	return m.Run()
+}
+
 // SyncBuffer is a bytes.Buffer safe for a process's output and a test's
 // reads at once.
 type SyncBuffer struct {
