@@ -116,6 +116,9 @@ func TestChaosProc(t *testing.T) {
 	if skipReason != "" {
 		t.Skip(skipReason)
 	}
+	if _, err := lookSleep(); err != nil {
+		t.Skipf("the tasks need coreutils' sleep: %v", err)
+	}
 	seeds := chaos.Seeds(ciSeeds)
 	sum := &chaos.Summary{Home: "embedded, real processes", Faults: map[string]int{}, Violations: map[string]int{},
 		Extra: extraInvariants}
@@ -174,6 +177,13 @@ type player struct {
 	start time.Time
 }
 
+// runText is the run's timeline so far.
+func (p *player) runText() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.run.String()
+}
+
 func (p *player) logf(format string, args ...any) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -201,7 +211,7 @@ func playSeed(t *testing.T, seed uint64) (*chaos.Stats, []chaos.Violation, strin
 	}
 	v, err := p.rest()
 	if err != nil {
-		logs := cl.saveLogs(seed, p.run.String())
+		logs := cl.saveLogs(seed, p.runText())
 		t.Fatalf("seed %d: the harness failed at rest: %v; replay: %s; logs: %s", seed, err, fmt.Sprintf(replay, seed), logs)
 	}
 	logs := ""
@@ -209,10 +219,10 @@ func playSeed(t *testing.T, seed uint64) (*chaos.Stats, []chaos.Violation, strin
 		for _, x := range v {
 			p.logf("violation: %s", x)
 		}
-		logs = cl.saveLogs(seed, p.run.String())
+		logs = cl.saveLogs(seed, p.runText())
 	}
 	if chaos.Replaying() {
-		t.Log("the run:\n" + p.run.String())
+		t.Log("the run:\n" + p.runText())
 	}
 	return &p.st, v, logs
 }
@@ -385,7 +395,7 @@ func (p *player) countRestart() {
 
 func (p *player) must(err error) {
 	if err != nil {
-		logs := p.cl.saveLogs(p.seed, p.run.String())
+		logs := p.cl.saveLogs(p.seed, p.runText())
 		p.t.Fatalf("seed %d: the harness failed: %v; replay: %s; logs: %s", p.seed, err, fmt.Sprintf(replay, p.seed), logs)
 	}
 }
