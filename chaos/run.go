@@ -583,7 +583,11 @@ func (r *Runner) report(n *simNode, rnd *rand.Rand, quiet bool) bool {
 	now := r.Env.Clock.Now()
 	for _, a := range allocs {
 		if a.ClientTerminalStatus() {
-			delete(n.outbox, a.ID)
+			// Nothing new to say about it; an update of it not yet
+			// accepted stays in the outbox and is sent again, even
+			// though the server holds it (its first sending may have
+			// been written and its answer lost), as the node agent's
+			// reporter does.
 			continue
 		}
 		status := ""

@@ -126,9 +126,15 @@ func (s *Service) jobEval(ctx context.Context, ns, jobID, trigger string) (*stru
 }
 
 // CheckDeployments runs the deployment watcher's timed duties over every
-// running deployment: fail those whose progress deadline passed (rolling
-// back with auto_revert), and promote those whose canaries are all healthy
-// when every canary group sets auto_promote.
+// running deployment: fail those whose progress deadline passed, and those
+// counting an unhealthy alloc in a group without a progress deadline
+// (rolling back with auto_revert), and promote those whose canaries are
+// all healthy when every canary group sets auto_promote. The second is
+// what reactToHealth does when the report arrives; doing it from the
+// counters too makes it independent of the report's reactions, which a
+// control plane that died after writing the report, or a node that never
+// sent it again, leaves undone (as Nomad's watcher, which reads the
+// deployment's allocs, not the reports).
 func (s *Service) CheckDeployments(ctx context.Context) error {
 	ds, err := s.store.ActiveDeployments(ctx)
 	if err != nil {
@@ -141,6 +147,12 @@ func (s *Service) CheckDeployments(ctx context.Context) error {
 		}
 		if s.progressDeadlinePassed(d, now) {
 			if _, err := s.failDeployment(ctx, d, structs.DeploymentStatusDescriptionProgressDeadline); err != nil {
+				return err
+			}
+			continue
+		}
+		if unhealthyWithoutDeadline(d) {
+			if _, err := s.failDeployment(ctx, d, structs.DeploymentStatusDescriptionFailedAllocations); err != nil {
 				return err
 			}
 			continue
@@ -164,6 +176,18 @@ func (s *Service) progressDeadlinePassed(d *structs.Deployment, now time.Time) b
 		}
 		done := g.HealthyAllocs >= g.DesiredTotal && (g.DesiredCanaries == 0 || g.Promoted)
 		if !done && now.After(g.RequireProgressBy) {
+			return true
+		}
+	}
+	return false
+}
+
+// unhealthyWithoutDeadline reports whether a group of d without a
+// progress deadline counts an unhealthy alloc: such a deployment fails
+// (with a deadline, the alloc is replaced instead and the deadline decides).
+func unhealthyWithoutDeadline(d *structs.Deployment) bool {
+	for _, g := range d.TaskGroups {
+		if g.ProgressDeadline <= 0 && g.UnhealthyAllocs > 0 {
 			return true
 		}
 	}

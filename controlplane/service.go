@@ -372,7 +372,7 @@ func (s *Service) UpdateAllocs(ctx context.Context, nodeID string, updates []*st
 		return err
 	}
 	failedJobs := map[string]*structs.Allocation{}
-	freed := s.redoLostReactions(ctx, updates, changes, failedJobs)
+	freed, health := s.redoLostReactions(ctx, updates, changes, failedJobs)
 	for _, c := range changes {
 		a := c.Alloc
 		wasTerminal := (&structs.Allocation{ClientStatus: c.PrevClientStatus}).ClientTerminalStatus()
@@ -390,7 +390,7 @@ func (s *Service) UpdateAllocs(ctx context.Context, nodeID string, updates []*st
 	if err := s.createJobEvals(ctx, failedJobs, structs.EvalTriggerRetryFailedAlloc, nodeID, true); err != nil {
 		return err
 	}
-	if err := s.reactToHealth(ctx, changes); err != nil {
+	if err := s.reactToHealth(ctx, append(changes[:len(changes):len(changes)], health...)); err != nil {
 		return err
 	}
 	if freed {
@@ -404,25 +404,40 @@ func (s *Service) UpdateAllocs(ctx context.Context, nodeID string, updates []*st
 // died (or its answer was lost) before the reactions ran, so this time
 // nothing changes and the reactions would never run (found by the chaos
 // suite). For each update that changed nothing, the stored alloc is
-// looked at: a terminal one may have freed room (true is returned: the
-// caller unblocks), and a failed one still wanted, not yet replaced and
-// with no follow-up eval attached gets its job into failedJobs. Doing
-// this when the first reactions did run is harmless: an extra evaluation
-// of the job finds nothing to do, an extra unblock re-queues evals that
-// block again.
+// looked at: a terminal one may have freed room (freed: the caller
+// unblocks), a failed one still wanted, not yet replaced and with no
+// follow-up eval attached gets its job into failedJobs, and one whose
+// health in a running deployment is what the update reports is returned
+// in health, as the change the first sending made, for reactToHealth (an
+// unhealthy alloc left in a running deployment is otherwise held back by
+// the reconciler for the deployment's health logic, and without a
+// progress deadline nothing else fails the deployment or replaces it).
+// Doing this when the first reactions did run is harmless: an extra
+// evaluation of the job finds nothing to do, an extra unblock re-queues
+// evals that block again, a deployment already failed is left alone.
 func (s *Service) redoLostReactions(ctx context.Context, updates []*structs.Allocation, changes []*storage.ClientAllocChange,
-	failedJobs map[string]*structs.Allocation) bool {
+	failedJobs map[string]*structs.Allocation) (freed bool, health []*storage.ClientAllocChange) {
 	changed := make(map[string]bool, len(changes))
 	for _, c := range changes {
 		changed[c.Alloc.ID] = true
 	}
-	freed := false
 	for _, u := range updates {
-		if changed[u.ID] || !(&structs.Allocation{ClientStatus: u.ClientStatus}).ClientTerminalStatus() {
+		terminal := (&structs.Allocation{ClientStatus: u.ClientStatus}).ClientTerminalStatus()
+		reportsHealth := u.DeploymentID != "" && u.DeploymentStatus.HasHealth()
+		if changed[u.ID] || !(terminal || reportsHealth) {
 			continue
 		}
 		a, err := s.store.Alloc(ctx, u.ID)
-		if err != nil || !a.ClientTerminalStatus() {
+		if err != nil {
+			continue
+		}
+		if reportsHealth && a.DeploymentID == u.DeploymentID && a.DeploymentStatus.HasHealth() &&
+			a.DeploymentStatus.IsHealthy() == u.DeploymentStatus.IsHealthy() {
+			if d, err := s.store.Deployment(ctx, a.DeploymentID); err == nil && d.Status == structs.DeploymentStatusRunning {
+				health = append(health, &storage.ClientAllocChange{Alloc: a, PrevClientStatus: a.ClientStatus})
+			}
+		}
+		if !terminal || !a.ClientTerminalStatus() {
 			continue
 		}
 		freed = true
@@ -431,7 +446,7 @@ func (s *Service) redoLostReactions(ctx context.Context, updates []*structs.Allo
 			failedJobs[structs.NamespacedJobID(a.Namespace, a.JobID)] = a
 		}
 	}
-	return freed
+	return freed, health
 }
 
 func (s *Service) unblock(ctx context.Context, reason string) {

@@ -514,6 +514,117 @@ func TestResentReportRedoesLostReactions(t *testing.T) {
 	}
 }
 
+// TestResentHealthReportRedoesLostReactions: a health report whose first
+// sending was written but whose reactions never ran (the answer lost, or
+// the control plane died) is sent again and changes nothing in the store;
+// its health reactions run all the same. Without a progress deadline the
+// unhealthy alloc fails its running deployment (else the reconciler holds
+// the failed alloc back for the deployment, which nothing fails: a job
+// short of its count for good; chaos seed 538 on kumo); with one, the
+// alloc is marked for replacement; a healthy one gets the deployment its
+// evaluation, so the rollout goes on.
+func TestResentHealthReportRedoesLostReactions(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	report := func(a *structs.Allocation, status string, healthy bool) *structs.Allocation {
+		return &structs.Allocation{ID: a.ID, ClientStatus: status, DeploymentID: a.DeploymentID, DeploymentStatus: health(healthy, f.clk.Now()),
+			TaskStates: map[string]*structs.TaskState{"t": {State: structs.TaskStateDead, Failed: status == "failed", FinishedAt: f.clk.Now()}}}
+	}
+	// written is the first sending: stored, its reactions never run.
+	written := func(u *structs.Allocation) {
+		t.Helper()
+		if _, err := f.store.UpdateAllocsFromClient(f.ctx, "n1", []*structs.Allocation{u}); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	job := testJob("web", 2)
+	dep := deploymentFor(job, 0, structs.DeploymentState{DesiredTotal: 2})
+	allocs := f.place(job, dep, "n1", "n1")
+	failed := report(allocs[0], "failed", false)
+	written(failed)
+	if d, _ := f.store.Deployment(f.ctx, dep.ID); d.Status != structs.DeploymentStatusRunning || d.TaskGroups["web"].UnhealthyAllocs != 1 {
+		t.Fatalf("deployment before the resend: %s %+v", d.Status, d.TaskGroups["web"])
+	}
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{failed}); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := f.store.Deployment(f.ctx, dep.ID)
+	if d.Status != structs.DeploymentStatusFailed || d.StatusDescription != structs.DeploymentStatusDescriptionFailedAllocations {
+		t.Fatalf("deployment after the resent unhealthy report: %s %q", d.Status, d.StatusDescription)
+	}
+	// Sent once more: the failed deployment is left as it is.
+	evals, _ := f.store.EvalsByJob(f.ctx, "default", "web")
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{failed}); err != nil {
+		t.Fatal(err)
+	}
+	if again, _ := f.store.EvalsByJob(f.ctx, "default", "web"); len(again) != len(evals)+1 {
+		// The one new eval is the failed alloc's reschedule (redone too).
+		t.Fatalf("a third sending: %d evals → %d, want one more (the reschedule)", len(evals), len(again))
+	}
+
+	paced := testJob("paced", 2)
+	pdep := deploymentFor(paced, 0, structs.DeploymentState{DesiredTotal: 2, ProgressDeadline: 10 * time.Minute})
+	pa := f.place(paced, pdep, "n1", "n1")
+	pf := report(pa[0], "failed", false)
+	written(pf)
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{pf}); err != nil {
+		t.Fatal(err)
+	}
+	if a, _ := f.store.Alloc(f.ctx, pa[0].ID); !a.DesiredTransition.ShouldReschedule() {
+		t.Fatal("the resent unhealthy alloc of a group with a progress deadline must be marked for replacement")
+	}
+	if d, _ := f.store.Deployment(f.ctx, pdep.ID); d.Status != structs.DeploymentStatusRunning {
+		t.Fatalf("deployment with a progress deadline: %s", d.Status)
+	}
+	ok := report(pa[1], "running", true)
+	ok.TaskStates = map[string]*structs.TaskState{"t": {State: structs.TaskStateRunning, StartedAt: f.clk.Now()}}
+	written(ok)
+	before := len(f.pendingEvals("paced", structs.EvalTriggerDeploymentWatcher))
+	if err := f.svc.UpdateAllocs(f.ctx, "n1", []*structs.Allocation{ok}); err != nil {
+		t.Fatal(err)
+	}
+	if evs := f.pendingEvals("paced", structs.EvalTriggerDeploymentWatcher); len(evs) != before+1 || evs[len(evs)-1].DeploymentID != pdep.ID {
+		t.Fatalf("a resent healthy report must create the deployment's eval: %d → %d", before, len(evs))
+	}
+}
+
+// TestCheckDeploymentsFailsUnhealthyWithoutDeadline: the watcher's timed
+// check fails a running deployment that counts an unhealthy alloc in a
+// group without a progress deadline, whatever became of the report's own
+// reactions; a group with a deadline is left to its deadline.
+func TestCheckDeploymentsFailsUnhealthyWithoutDeadline(t *testing.T) {
+	f := newFixture(t)
+	f.node("n1")
+	unhealthy := func(a *structs.Allocation) {
+		t.Helper()
+		// Written by the store alone: the reactions never ran.
+		if _, err := f.store.UpdateAllocsFromClient(f.ctx, "n1", []*structs.Allocation{{ID: a.ID, ClientStatus: "failed",
+			DeploymentID: a.DeploymentID, DeploymentStatus: health(false, f.clk.Now())}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	job := testJob("web", 2)
+	dep := deploymentFor(job, 0, structs.DeploymentState{DesiredTotal: 2})
+	unhealthy(f.place(job, dep, "n1", "n1")[0])
+	paced := testJob("paced", 1)
+	pdep := deploymentFor(paced, 0, structs.DeploymentState{DesiredTotal: 1, ProgressDeadline: 10 * time.Minute})
+	unhealthy(f.place(paced, pdep, "n1")[0])
+	if err := f.svc.CheckDeployments(f.ctx); err != nil {
+		t.Fatal(err)
+	}
+	d, _ := f.store.Deployment(f.ctx, dep.ID)
+	if d.Status != structs.DeploymentStatusFailed || d.StatusDescription != structs.DeploymentStatusDescriptionFailedAllocations {
+		t.Fatalf("deployment counting an unhealthy alloc after the check: %s %q", d.Status, d.StatusDescription)
+	}
+	if evs := f.pendingEvals("web", structs.EvalTriggerDeploymentWatcher); len(evs) == 0 || evs[len(evs)-1].DeploymentID != dep.ID {
+		t.Fatal("failing the deployment must evaluate its job")
+	}
+	if d, _ := f.store.Deployment(f.ctx, pdep.ID); d.Status != structs.DeploymentStatusRunning {
+		t.Fatalf("a group with a progress deadline is failed by its deadline only: %s %q", d.Status, d.StatusDescription)
+	}
+}
+
 // TestAutoRevertIgnoresPurgedVersions: a job purged and registered again
 // does not roll back to a stable version of the purged job when its
 // first deployment fails: in Nomad those versions went with the purge.

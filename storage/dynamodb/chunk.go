@@ -400,7 +400,7 @@ func (s *Store) renderNode(id string, d *nodeDelta) []action {
 				attr, v string
 				n       int64
 			}{{"freeCpu", ":c", d.cpu}, {"freeMem", ":m", d.mem}, {"freeDisk", ":d", d.disk}} {
-				if dim.n > 0 {
+				if !brokenCapacityCheck && dim.n > 0 {
 					cond = append(cond, dim.attr+" >= "+dim.v)
 				}
 			}

@@ -330,6 +330,11 @@ func (s *Store) commitPlan(ctx context.Context, plan *structs.Plan, seen *planNo
 					}
 					u.head(plan.Namespace, plan.JobID).live--
 				}
+				// Updated in place into a deployment: placed in it, as a
+				// new alloc of it is (Nomad's state store counts both).
+				if a.DeploymentID != "" && a.DeploymentID != st.masters[id].alloc.DeploymentID {
+					u.deploy(plan.Namespace, plan.JobID, a.DeploymentID).placed[a.TaskGroup]++
+				}
 			}
 			if st.nodes[nodeID] != nil {
 				u.node(nodeID).setIdx = idx

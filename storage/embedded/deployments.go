@@ -139,7 +139,8 @@ func (w *wtx) upsertPlanDeployment(d *structs.Deployment) error {
 
 // countDeploymentAlloc keeps a deployment's per-group counters in step
 // with its allocs, as Nomad's state store does: a newly placed alloc of
-// the deployment counts as placed, and a health decided for the first time
+// the deployment, or one updated in place into it, counts as placed, and a
+// health decided for the first time
 // (prev had none) counts as healthy or unhealthy. When the alloc turns
 // healthy, the group's progress deadline moves forward.
 func (w *wtx) countDeploymentAlloc(a *structs.Allocation, placed bool, prev *structs.AllocDeploymentStatus) error {

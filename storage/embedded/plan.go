@@ -70,9 +70,14 @@ func (w *wtx) commitPlan(plan *structs.Plan, placements []*preparedAlloc) error 
 		}
 		touchedNodes[st.NodeID] = true
 	}
+	var joined []deploymentCount
 	for _, u := range plan.Updates {
-		if err := w.applyUpdate(u, now); err != nil {
+		a, err := w.applyUpdate(u, now)
+		if err != nil {
 			return err
+		}
+		if a != nil {
+			joined = append(joined, deploymentCount{a: a, placed: true})
 		}
 		touchedNodes[u.NodeID] = true
 	}
@@ -80,6 +85,12 @@ func (w *wtx) commitPlan(plan *structs.Plan, placements []*preparedAlloc) error 
 		if err := w.upsertPlanDeployment(plan.Deployment.Copy()); err != nil {
 			return err
 		}
+	}
+	// An alloc updated in place into a deployment counts as placed in it,
+	// as a new one does (Nomad's state store counts every alloc that joins
+	// a deployment).
+	if err := w.countDeploymentAllocs(joined); err != nil {
+		return err
 	}
 	if err := w.insertAllocs(placements); err != nil {
 		return err
@@ -146,17 +157,26 @@ func (w *wtx) applyStop(st *structs.AllocStop, now int64) error {
 	return w.putServerChange(a, was, now)
 }
 
-func (w *wtx) applyUpdate(u *structs.AllocUpdate, now int64) error {
+// applyUpdate applies an in-place update; it returns the alloc when the
+// update moved it into another deployment (nil otherwise).
+func (w *wtx) applyUpdate(u *structs.AllocUpdate, now int64) (*structs.Allocation, error) {
 	a, err := getAlloc(w.tx, u.AllocID)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if a == nil {
-		return storage.Conflictf("update of alloc %s: alloc does not exist", u.AllocID)
+		return nil, storage.Conflictf("update of alloc %s: alloc does not exist", u.AllocID)
 	}
 	was := holdingOf(a)
+	before := a.DeploymentID
 	storage.ApplyUpdate(a, u, now)
-	return w.putServerChange(a, was, now)
+	if err := w.putServerChange(a, was, now); err != nil {
+		return nil, err
+	}
+	if a.DeploymentID != "" && a.DeploymentID != before {
+		return a, nil
+	}
+	return nil, nil
 }
 
 // putServerChange writes an alloc changed by the control plane: it moves

@@ -701,9 +701,10 @@ func testIndexes(t *testing.T, s storage.Store) {
 	}
 }
 
-// testDeploymentCounters: the store counts a deployment's placed, healthy
-// and unhealthy allocs as they are written and reported (as Nomad's state
-// store does), and a plan that writes the deployment again keeps them.
+// testDeploymentCounters: the store counts a deployment's placed (new or
+// updated in place into it), healthy and unhealthy allocs as they are
+// written and reported (as Nomad's state store does), and a plan that
+// writes the deployment again keeps them.
 func testDeploymentCounters(t *testing.T, s storage.Store) {
 	addNode(t, s, testNode("n1", 4000, 4096))
 	job := register(t, s, testJob("web")).Job
@@ -743,6 +744,29 @@ func testDeploymentCounters(t *testing.T, s storage.Store) {
 	g = d.TaskGroups["web"]
 	if d.Status != structs.DeploymentStatusPaused || g.PlacedAllocs != 2 || g.HealthyAllocs != 1 || g.UnhealthyAllocs != 1 {
 		t.Fatalf("after a plan rewrote the deployment: %s %+v", d.Status, g)
+	}
+	// The next rollout updates a0 in place into its deployment: a0 counts
+	// as placed there, as a new alloc would (Nomad's state store counts
+	// every alloc that joins a deployment), and its health starts over; a
+	// later update that keeps a0's deployment counts nothing more, and
+	// the first deployment keeps its counts.
+	dep2 := &structs.Deployment{ID: "dep-2", Namespace: "default", JobID: "web", JobVersion: job.Version,
+		Status: structs.DeploymentStatusRunning, TaskGroups: map[string]*structs.DeploymentState{"web": {DesiredTotal: 2}}}
+	into := "dep-2"
+	for _, evalID := range []string{"eval-3", "eval-4"} {
+		p := planFor(job, evalID)
+		p.Deployment = dep2.Copy()
+		p.Updates = []*structs.AllocUpdate{{AllocID: a0.ID, NodeID: "n1", DeploymentID: &into}}
+		must(s.CommitPlan(ctx, p))
+		if g := must(s.Deployment(ctx, "dep-2")).TaskGroups["web"]; g.PlacedAllocs != 1 || g.HealthyAllocs != 0 || g.UnhealthyAllocs != 0 {
+			t.Fatalf("after %s updated a0 in place into dep-2: %+v", evalID, g)
+		}
+	}
+	if a := must(s.Alloc(ctx, a0.ID)); a.DeploymentID != "dep-2" || a.DeploymentStatus.HasHealth() {
+		t.Fatalf("a0 after joining dep-2: deployment %q health %+v", a.DeploymentID, a.DeploymentStatus)
+	}
+	if g := must(s.Deployment(ctx, "dep-1")).TaskGroups["web"]; g.PlacedAllocs != 2 || g.HealthyAllocs != 1 || g.UnhealthyAllocs != 1 {
+		t.Fatalf("dep-1 after a0 left it: %+v", g)
 	}
 }
 
