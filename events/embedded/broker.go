@@ -73,7 +73,7 @@ type entry struct {
 	// requeue is the eval enqueued again while this entry was in flight
 	// (a blocked eval unblocked between its commit and its ack): it is
 	// delivered again once the entry is acknowledged.
-	requeue *structs.Evaluation
+	requeue    *structs.Evaluation
 	deadline   *time.Timer
 	heapIndex  int
 	delayIndex int
