@@ -16,10 +16,12 @@ import (
 // The suite's flags. This package is imported by tests only; both homes'
 // test binaries share these.
 var (
-	flagSeed   = flag.Int64("seed", -1, "chaos: replay this one seed (with its steps logged)")
-	flagSeeds  = flag.Int("seeds", 0, "chaos: how many seeds to run (0: the home's fixed CI seeds)")
-	flagFirst  = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
-	flagSteps  = flag.Int("steps", 0, "chaos: the schedules' step bound (0: the default)")
+	flagSeed     = flag.Int64("seed", -1, "chaos: replay this one seed (with its steps logged)")
+	flagSeeds    = flag.Int("seeds", 0, "chaos: how many seeds to run (0: the home's fixed CI seeds)")
+	flagFirst    = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
+	flagSteps    = flag.Int("steps", 0, "chaos: the schedules' step bound (0: the default)")
+	flagFeatures = flag.String("features", "", "chaos: the schedules' features: all, none (the first generator's schedules, as earlier findings name their seeds), or a list ("+
+		"canaries); empty: the suite's")
 	flagRepeat = flag.Int("repeat", 20, "chaos: with -seed, play it up to this many times until it fails (concurrent deliveries make a replay's interleaving vary)")
 )
 
@@ -58,6 +60,7 @@ type Summary struct {
 	Allocs     int
 	Evals      int
 	Faults     map[string]int
+	Work       map[string]int
 	Violations map[string]int
 	// Extra are a home's invariants beyond Invariants (rows of the
 	// table, zero or not).
@@ -140,7 +143,17 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 	if *flagSteps > 0 {
 		p.Steps = *flagSteps
 	}
-	sum := &Summary{Home: s.Name, Faults: map[string]int{}, Violations: map[string]int{}}
+	if *flagFeatures != "" {
+		f, err := ParseFeatures(*flagFeatures)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Features = f
+		if p.FeatureRate == 0 {
+			p.FeatureRate = DefaultParams.FeatureRate
+		}
+	}
+	sum := &Summary{Home: s.Name, Faults: map[string]int{}, Work: map[string]int{}, Violations: map[string]int{}}
 	start := time.Now()
 	for _, seed := range seeds {
 		env := NewEnv()
@@ -192,6 +205,12 @@ func (s *Summary) Add(seed uint64, st *Stats, v []Violation) {
 	for k, n := range st.Faults {
 		s.Faults[k] += n
 	}
+	for k, n := range st.Work {
+		if s.Work == nil {
+			s.Work = map[string]int{}
+		}
+		s.Work[k] += n
+	}
 	if len(v) == 0 {
 		return
 	}
@@ -230,6 +249,17 @@ func (s *Summary) Print(w io.Writer) {
 	row("faults", total)
 	for _, k := range kinds {
 		row("  "+k, s.Faults[k])
+	}
+	work := make([]string, 0, len(s.Work))
+	for k := range s.Work {
+		work = append(work, k)
+	}
+	sort.Strings(work)
+	if len(work) > 0 {
+		fmt.Fprintf(w, "  %-34s %s\n", "features' work", "")
+	}
+	for _, k := range work {
+		row("  "+k, s.Work[k])
 	}
 	fmt.Fprintf(w, "  %-34s %s\n", "schedules violating", "")
 	for _, inv := range Invariants {

@@ -251,9 +251,12 @@ func (g *groupRun) ignoreOldTerminalBatchAllocs() {
 // draining or lost nodes are stopped (not counted: canaries come and go
 // during a deployment) and the rest are g.canaries. A canary that is
 // already terminal and was asked to migrate has been moved away (its
-// replacement is a canary of its own): it is set aside, neither stopped
-// again nor counted. (Nomad 1.6 counts it as a live canary, so a drained
-// canary is never replaced and the deployment can never be promoted.)
+// replacement is a canary of its own), and one already stopped as lost
+// is gone: either is set aside, neither stopped again nor counted, so the
+// missing canary is placed. (Nomad 1.6 counts them as live canaries, so a
+// drained canary, or a lost one whose replacement found no room when it
+// was stopped, is never replaced and the deployment can never be
+// promoted.)
 func (g *groupRun) stopUnneededCanaries() {
 	r := g.r
 	var ids []string
@@ -284,7 +287,7 @@ func (g *groupRun) stopUnneededCanaries() {
 	current := g.withIDs(g.all, ids)
 	moved := g.newSet()
 	for p := range current.ascending() {
-		if a := g.allocs[p].alloc; a.TerminalStatus() && a.DesiredTransition.ShouldMigrate() {
+		if a := g.allocs[p].alloc; a.TerminalStatus() && (a.DesiredTransition.ShouldMigrate() || a.ClientStatus == structs.AllocClientStatusLost) {
 			moved.add(p)
 		}
 	}
