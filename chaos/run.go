@@ -480,37 +480,44 @@ func (r *Runner) dump() {
 			r.Logf("node %s: %s eligible=%s drain=%t", n.id, node.Status, node.SchedulingEligibility, node.Drain)
 		}
 	}
-	for _, j := range r.jobIDs {
-		job, _ := st.Job(r.ctx, "default", j)
+	DumpJobs(r.ctx, st, r.jobIDs, r.Logf)
+}
+
+// DumpJobs logs, through logf, the jobs' state in st: each job, its
+// allocs (oldest first), its latest deployment and its evals, with what
+// a failing schedule's diagnosis needs.
+func DumpJobs(ctx context.Context, st storage.Store, jobIDs []string, logf func(format string, args ...any)) {
+	for _, j := range jobIDs {
+		job, _ := st.Job(ctx, "default", j)
 		if job != nil {
-			r.Logf("job %s: %s v%d stop=%t status=%s count=%d", j, job.Type, job.Version, job.Stop, job.Status, job.TaskGroups[0].Count)
+			logf("job %s: %s v%d stop=%t status=%s count=%d", j, job.Type, job.Version, job.Stop, job.Status, job.TaskGroups[0].Count)
 		}
-		as, _ := st.AllocsByJob(r.ctx, "default", j)
+		as, _ := st.AllocsByJob(ctx, "default", j)
 		sort.Slice(as, func(x, y int) bool { return as[x].CreateIndex < as[y].CreateIndex })
 		for _, a := range as {
-			r.Logf("  alloc %.8s %s v%d job=%t node=%.8s… desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s followup=%.8s dep=%.8s healthy=%t canary=%t", a.ID, a.Name, a.JobVersion, a.Job != nil,
-				a.NodeID[len(a.NodeID)-4:], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID,
+			logf("  alloc %.8s %s v%d job=%t node=…%s desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s followup=%.8s dep=%.8s healthy=%t canary=%t", a.ID, a.Name, a.JobVersion, a.Job != nil,
+				a.NodeID[max(len(a.NodeID)-4, 0):], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID,
 				a.FollowupEvalID, a.DeploymentID, a.DeploymentStatus.IsHealthy(), a.DeploymentStatus.IsCanary())
 		}
-		ds, _ := st.DeploymentsByJob(r.ctx, "default", j)
+		ds, _ := st.DeploymentsByJob(ctx, "default", j)
 		sort.Slice(ds, func(x, y int) bool { return ds[x].CreateIndex < ds[y].CreateIndex })
 		for _, d := range ds {
-			r.Logf("  deployment %.8s v%d create=%d %s %q", d.ID, d.JobVersion, d.CreateIndex, d.Status, d.StatusDescription)
+			logf("  deployment %.8s v%d create=%d %s %q", d.ID, d.JobVersion, d.CreateIndex, d.Status, d.StatusDescription)
 			for g, s := range d.TaskGroups {
-				r.Logf("    %s: %+v", g, *s)
+				logf("    %s: %+v", g, *s)
 			}
 		}
-		es, _ := st.EvalsByJob(r.ctx, "default", j)
+		es, _ := st.EvalsByJob(ctx, "default", j)
 		for _, e := range es {
-			r.Logf("  eval %.8s %s %s create=%d wait=%s prev=%.8s blocked=%.8s desc=%q", e.ID, e.TriggeredBy, e.Status, e.CreateIndex,
+			logf("  eval %.8s %s %s create=%d wait=%s prev=%.8s blocked=%.8s desc=%q", e.ID, e.TriggeredBy, e.Status, e.CreateIndex,
 				e.WaitUntil.Format("15:04:05"), e.PreviousEval, e.BlockedEval, e.StatusDescription)
 			if e.PlanAnnotations != nil {
 				for g, u := range e.PlanAnnotations.DesiredTGUpdates {
-					r.Logf("    %s: %+v", g, *u)
+					logf("    %s: %+v", g, *u)
 				}
 			}
 			for g, m := range e.FailedTGAllocs {
-				r.Logf("    failed %s: %+v", g, *m)
+				logf("    failed %s: %+v", g, *m)
 			}
 		}
 	}

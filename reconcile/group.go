@@ -78,6 +78,7 @@ func (g *groupRun) reconcile() bool {
 	g.classifyReschedulable()
 	g.resolveReconnects()
 	g.classifyDisconnecting()
+	g.countDoneBatchNamesOnce()
 
 	// What must wait: follow-up evals for delayed stops and reschedules.
 	g.delayLostStops()
@@ -311,6 +312,34 @@ func (g *groupRun) classifyByNode() {
 // that are to be replaced now, and notes those to be replaced later.
 func (g *groupRun) classifyReschedulable() {
 	g.untainted, g.rescheduleNow, g.rescheduleLater = g.splitByReschedule(g.untainted, false)
+}
+
+// countDoneBatchNamesOnce sets aside, in a batch group, the allocs the
+// server stopped that ran successfully (kept so that their work is not
+// run again) whose name a wanted alloc of the group also holds: a batch
+// alloc marked lost and replaced, whose node came back and reported it
+// complete. Its work counts once, with its replacement; counted twice,
+// another name of the group is never placed. (Nomad 1.6 counts both; found
+// by the process-level chaos suite.)
+func (g *groupRun) countDoneBatchNamesOnce() {
+	if !g.r.in.Batch {
+		return
+	}
+	held := map[uint]bool{}
+	for p := range g.untainted.plus(g.migrate, g.rescheduleNow).ascending() {
+		if ai := g.allocs[p]; ai.generated && ai.alloc.DesiredStatus == structs.AllocDesiredStatusRun {
+			held[ai.index] = true
+		}
+	}
+	var n uint64
+	for p := range g.untainted.ascending() {
+		ai := g.allocs[p]
+		if ai.generated && held[ai.index] && ai.alloc.DesiredStatus != structs.AllocDesiredStatusRun && ranSuccessfully(ai.alloc) {
+			g.untainted.remove(p)
+			n++
+		}
+	}
+	g.desired.Ignore += n
 }
 
 // resolveReconnects handles allocs whose node came back: failed ones and
