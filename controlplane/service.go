@@ -83,6 +83,9 @@ type Service struct {
 
 	mu         sync.Mutex
 	heartbeats map[string]time.Time // node ID → last heartbeat
+	// readyReacted is, per node, the status time (unix seconds) of the
+	// return to ready whose reactions this process completed.
+	readyReacted map[string]int64
 }
 
 // Config configures a Service.
@@ -105,7 +108,7 @@ type Config struct {
 // New returns a Service.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, queue: cfg.Queue, log: cfg.Logger, now: cfg.Now,
-		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}, planner: cfg.Planner,
+		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}, readyReacted: map[string]int64{}, planner: cfg.Planner,
 		configHook: cfg.SchedulerConfigChanged}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -310,29 +313,68 @@ func (s *Service) RegisterNode(ctx context.Context, node *structs.Node) (time.Du
 		}
 	}
 	s.unblock(ctx, "node registered")
+	// Its reactions ran: its heartbeats do not run them again (Heartbeat).
+	s.mu.Lock()
+	s.readyReacted[node.ID] = n.StatusUpdatedAt
+	s.mu.Unlock()
 	return s.heartbeatTTL, nil
 }
 
 // Heartbeat implements nodeagent.ControlPlane. A node that was marked down
-// or disconnected becomes ready again.
+// or disconnected becomes ready again, and the reactions run: an
+// evaluation of each job with allocs on it and of each system job it may
+// run, and blocked evaluations re-queued.
+//
+// A heartbeat the agent sends again because its first sending failed may
+// find the node ready already: the status write landed and the process
+// died (or its answer was lost) before the reactions ran, and the system
+// jobs would never run there (found by the chaos suite, seed 1309). So a
+// ready node whose return to ready is less than a heartbeat TTL old, and
+// whose reactions this process has not seen complete, gets them again.
+// Doing them again when the first ones did run (another process, or a
+// restart) is harmless: the evaluations find nothing to do, the blocked
+// ones block again; it happens at most once per return per process.
 func (s *Service) Heartbeat(ctx context.Context, nodeID string) (time.Duration, error) {
 	n, err := s.store.Node(ctx, nodeID)
 	if err != nil {
 		return 0, fmt.Errorf("heartbeat of node %s: %w", nodeID, err)
 	}
 	s.markHeartbeat(nodeID)
-	if n.Status != structs.NodeStatusReady {
-		if _, err := s.store.UpdateNodeStatus(ctx, nodeID, structs.NodeStatusReady, s.now().Unix()); err != nil {
+	at := n.StatusUpdatedAt
+	switch {
+	case n.Status != structs.NodeStatusReady:
+		at = s.now().Unix()
+		if _, err := s.store.UpdateNodeStatus(ctx, nodeID, structs.NodeStatusReady, at); err != nil {
 			return 0, fmt.Errorf("heartbeat of node %s: %w", nodeID, err)
 		}
 		s.log.Info("node ready again", zap.String("node_id", nodeID), zap.String("was", n.Status))
 		s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemCluster, structs.NodeEventHeartbeatReturned, nil)
-		if err := s.createNodeEvals(ctx, nodeID, structs.EvalTriggerNodeUpdate); err != nil {
-			return 0, err
-		}
-		s.unblock(ctx, "node ready")
+	case !s.readyReactionsMaybeLost(n):
+		return s.heartbeatTTL, nil
+	default:
+		s.log.Info("node ready again recently, its reactions done again", zap.String("node_id", nodeID))
 	}
+	if err := s.createNodeEvals(ctx, nodeID, structs.EvalTriggerNodeUpdate); err != nil {
+		return 0, err
+	}
+	s.unblock(ctx, "node ready")
+	s.mu.Lock()
+	s.readyReacted[nodeID] = at
+	s.mu.Unlock()
 	return s.heartbeatTTL, nil
+}
+
+// readyReactionsMaybeLost reports whether the ready node n returned to
+// ready less than a heartbeat TTL ago (a status time of 0 is a node
+// registered ready, whose reactions the registration ran) and this
+// process has not completed the reactions of that return.
+func (s *Service) readyReactionsMaybeLost(n *structs.Node) bool {
+	if n.StatusUpdatedAt == 0 || s.now().Unix()-n.StatusUpdatedAt > int64(s.heartbeatTTL/time.Second) {
+		return false
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.readyReacted[n.ID] != n.StatusUpdatedAt
 }
 
 func (s *Service) markHeartbeat(nodeID string) {
