@@ -137,10 +137,13 @@ func FromEnv(ctx context.Context, opts ...func(*aws.Config)) (*Home, error) {
 // NewEvaluator wires the AWS home's evaluate service: it reads and
 // commits through the node cache nodes (on store) and sends follow-ups to
 // queue (the SQS queue with Scheduler for delayed evals; the chaos suite's
-// harness queue).
+// harness queue). Disconnected clients are supported as in the embedded
+// home: the allocs of a group with max_client_disconnect (disconnect {
+// lost_after }) on a disconnected node become unknown, not lost.
 func NewEvaluator(store *ddb.Store, nodes *ddb.NodeCache, queue scheduler.Queue, log *zap.Logger) *scheduler.Evaluator {
 	return &scheduler.Evaluator{State: nodes, Queue: queue, Reconcile: reconcile.Reconcile, Update: placement.UpdateType,
-		RescheduleTracker: reconcile.NextRescheduleTracker, Config: &scheduler.CachedConfig{Source: store}, Logger: log}
+		RescheduleTracker: reconcile.NextRescheduleTracker, SupportsDisconnectedClients: true,
+		Config: &scheduler.CachedConfig{Source: store}, Logger: log}
 }
 
 // The AWS home's heartbeat defaults. Each request is paid for: an agent
