@@ -57,6 +57,16 @@ func (g *groupRun) splitByNode(s allocSet) nodeSplit {
 			switch node.Status {
 			case structs.NodeStatusDisconnected:
 				if !supports {
+					if in.Batch && a.ClientStatus == structs.AllocClientStatusComplete {
+						// A batch alloc that ran to completion
+						// before its node went away is done work:
+						// judged as on a down node (below), not
+						// lost. Nomad 1.6 marks it lost: it then
+						// shows lost, and its name was placed
+						// again while the node was away (chaos
+						// seed 1308; ORACLE.md, correction 7).
+						break
+					}
 					t.lost.add(p)
 					continue
 				}
