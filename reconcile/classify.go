@@ -64,7 +64,7 @@ func (g *groupRun) splitByNode(s allocSet) nodeSplit {
 						// lost. Nomad 1.6 marks it lost: it then
 						// shows lost, and its name was placed
 						// again while the node was away (chaos
-						// seed 1308; ORACLE.md, correction 7).
+						// seed 1308; ORACLE.md, correction 8).
 						break
 					}
 					t.lost.add(p)
