@@ -4,7 +4,7 @@ export PATH := /usr/local/go/bin:$(PATH)
 GO ?= go
 BIN := bin/drover
 
-.PHONY: build test lint dev dev-stop bench clean lambda bench-c1m bench-burst chaos chaos-aws
+.PHONY: build test lint dev dev-stop bench clean lambda bench-c1m bench-burst chaos chaos-aws chaos-proc
 
 ## build: the drover binary (CLI, dev agent, task supervisor) into bin/
 build:
@@ -53,6 +53,15 @@ EMULATORS ?= kumo
 chaos-aws:
 	@if [ -n "$(SEED)" ]; then DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/aws/ -seed $(SEED); \
 	else DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -timeout 120m -run '^TestChaos$$' ./chaos/aws/ -v -seeds $(SEEDS) -first-seed $(FIRST) | grep -v '^=== RUN'; fi
+
+## chaos-proc: the process-level leg of the embedded home (real drover
+## server and clients; kill -9, SIGSTOP past the heartbeat TTL) on SEEDS
+## seeds from FIRST, PARALLEL schedules at once (default 2), with its
+## summary table; SEED=N replays one (up to 5 times, until it fails)
+PARALLEL ?= 2
+chaos-proc:
+	@if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaosProc$$' ./chaos/proc/ -seed $(SEED) -repeat 5; \
+	else $(GO) test -count=1 -timeout 600m -parallel $(PARALLEL) -run '^TestChaosProc$$' ./chaos/proc/ -v -seeds $(SEEDS) -first-seed $(FIRST) | grep -v '^=== \|^    --- PASS\|^        --- PASS'; fi
 
 ## dev: start the dev agent in the background and run the example job
 dev: build

@@ -102,6 +102,10 @@ type Config struct {
 	// GCMaxAllocs is how many allocs a client keeps before it destroys
 	// terminal ones (Nomad's gc_max_allocs; default 50).
 	GCMaxAllocs int
+	// CPUTotalCompute (MHz over all cores) and MemoryTotalMB (MiB), when
+	// > 0, are what a client's node offers instead of the fingerprinted
+	// values (nodeagent.Config).
+	CPUTotalCompute, MemoryTotalMB int64
 	// HeartbeatTTL is handed to node agents (default 10 s).
 	HeartbeatTTL time.Duration
 	// Timers tunes the control plane's timers (zero: defaults).
@@ -262,8 +266,8 @@ func (a *Agent) newClient() error {
 		GCMaxAllocs: a.cfg.GCMaxAllocs, DockerAllowPrivileged: a.cfg.DockerAllowPrivileged, DockerVolumesEnabled: a.cfg.DockerVolumesEnabled, DockerInfraImage: a.cfg.DockerInfraImage,
 		NetworkAddress: a.cfg.NetworkAddress, NetworkInterface: a.cfg.NetworkInterface,
 		MinDynamicPort: a.cfg.MinDynamicPort, MaxDynamicPort: a.cfg.MaxDynamicPort, ReservedPorts: a.cfg.ReservedPorts,
-		HostVolumes: a.cfg.HostVolumes,
-		Version:     Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
+		HostVolumes: a.cfg.HostVolumes, CPUTotalCompute: a.cfg.CPUTotalCompute, MemoryTotalMB: a.cfg.MemoryTotalMB,
+		Version: Version, NodeID: a.cfg.NodeID, Logger: a.log.Named("client"),
 	})
 	if err != nil {
 		return fmt.Errorf("create node agent: %w", err)

@@ -21,7 +21,8 @@ const (
 	InvUsage = "usage-record"
 	// InvDuplicate: no placement committed twice: one alloc per ID, in
 	// the job's and the node's views alike, and at most one live alloc
-	// per name of a job (invariant 3; no canaries are generated).
+	// per name of a job (invariant 3), besides one canary per name of a
+	// deployment awaiting promotion.
 	InvDuplicate = "duplicate-placement"
 	// InvCount: each running job has its count, unless no node has room
 	// for the missing allocs (and then a blocked eval waits for room).
@@ -39,11 +40,32 @@ const (
 	// InvReschedule: no alloc was rescheduled more often within its
 	// policy's interval than the policy's attempts.
 	InvReschedule = "reschedule-attempts"
+	// InvDeployment: the job's deployment of its current version has
+	// settled: a successful one leaves no alloc of an older version
+	// running; a failed one leaves none of its unpromoted canaries
+	// running and, with auto_revert, has rolled the job back to its
+	// latest stable version; an active one awaits promotion (its
+	// canaries placed, when a node has room; not all healthy, when every
+	// group auto-promotes) or places what no node has room for yet.
+	InvDeployment = "deployment"
+	// InvDrain: a node an operator drained (and did not make eligible
+	// since) has finished its drain at rest (the deadline passed), stays
+	// ineligible, and runs nothing but the system allocs the drain was
+	// told to leave; what it ran is replaced elsewhere where a node has
+	// room (the count invariant, which only counts eligible nodes' room).
+	InvDrain = "drain"
+	// InvSystem: a running system job runs exactly one alloc, of its
+	// current version, on every ready eligible node that has room for
+	// one (and, where a node has none, a blocked eval waits), at most
+	// one on any node, and none of an older version on an ineligible
+	// node; a sysbatch job has run (or runs) its current version once on
+	// each such node, never twice.
+	InvSystem = "system"
 )
 
 // Invariants lists every invariant the checker holds (summary rows).
 var Invariants = []string{InvCapacity, InvUsage, InvDuplicate, InvCount, InvStopped, InvEvalParked, InvEarly,
-	InvBatchRerun, InvReschedule}
+	InvBatchRerun, InvReschedule, InvDeployment, InvDrain, InvSystem}
 
 // Violation is one broken invariant.
 type Violation struct {
@@ -81,7 +103,9 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 		}
 	}
 
-	// Capacity, usage records, and the node's view of its allocs.
+	drained := env.drainedNodes()
+	migrating := map[string][]*structs.Allocation{} // by job: live allocs left on drained nodes to migrate
+	// Capacity, usage records, drains, and the node's view of its allocs.
 	free := map[string]structs.ComparableResources{}
 	for _, u := range nodes {
 		n := u.Node
@@ -103,6 +127,25 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 			if a.HoldsResources() && a.AllocatedResources != nil {
 				sum = sum.Add(a.AllocatedResources.Comparable())
 				held++
+			}
+		}
+		if ignoreSystem, ok := drained[n.ID]; ok {
+			waiting := 0
+			for _, a := range as {
+				system := a.Job != nil && a.Job.Type == structs.JobTypeSystem
+				switch {
+				case !live(a) || (system && ignoreSystem):
+				case a.DesiredTransition.ShouldMigrate() && !system:
+					// Its replacement found no node: it stays until one
+					// has room (the job's check below), as in Nomad.
+					waiting++
+					migrating[a.JobID] = append(migrating[a.JobID], a)
+				default:
+					add(InvDrain, "node %s was drained: its alloc %s (%s) still runs (%s)", n.ID, a.ID, a.Name, a.ClientStatus)
+				}
+			}
+			if (n.Drain && waiting == 0) || n.SchedulingEligibility != structs.NodeSchedulingIneligible {
+				add(InvDrain, "node %s was drained: at rest its drain is %t, its eligibility %s", n.ID, n.Drain, n.SchedulingEligibility)
 			}
 		}
 		capacity := n.Capacity()
@@ -174,7 +217,19 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 				blocked = true
 			}
 		}
-		checkNames(j, allocs, add)
+		var d *structs.Deployment
+		if job != nil {
+			if cur, err := st.LatestDeployment(ctx, "default", j); err == nil && cur.JobCreateIndex == job.CreateIndex &&
+				cur.JobVersion == job.Version {
+				d = cur
+			} else if err != nil && !isNotFound(err) {
+				return nil, fmt.Errorf("check: deployment of %s: %w", j, err)
+			}
+		}
+		canaries := awaitingCanaries(d, allocs)
+		rollout := d != nil && (d.Active() || d.Status == structs.DeploymentStatusFailed)
+		systemJob := job != nil && (job.Type == structs.JobTypeSystem || job.Type == structs.JobTypeSysBatch)
+		checkNames(j, allocs, deploymentCanaries(d, allocs), rollout, d, systemJob, add)
 		checkReschedules(j, allocs, add)
 		if job == nil || job.Stop {
 			for _, a := range allocs {
@@ -197,13 +252,32 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 				need = need.Add(structs.ComparableResources{CPU: int64(t.Resources.CPU), MemoryMB: int64(t.Resources.MemoryMB)})
 			}
 		}
-		short := missing(job, tg, allocs)
-		if d, err := st.LatestDeployment(ctx, "default", j); err == nil && d.JobCreateIndex == job.CreateIndex &&
-			d.JobVersion == job.Version && d.Status == structs.DeploymentStatusFailed && short > 0 {
-			// A failed deployment holds placements back (Nomad's rule; no
-			// auto-revert is generated): only failed and lost allocs are
-			// replaced, which the reschedule checks cover.
+		if systemJob {
+			checkSystem(job, allocs, nodes, free, need, blocked, add)
+			continue
+		}
+		for _, a := range migrating[j] {
+			switch {
+			case roomFor(need):
+				add(InvDrain, "job %s's alloc %s (%s) stays on drained node %s while a node has room for it", j, a.ID, a.Name, a.NodeID)
+			case !blocked:
+				add(InvDrain, "job %s's alloc %s (%s) stays on drained node %s (no room) and no blocked eval waits for room", j, a.ID, a.Name, a.NodeID)
+			}
+		}
+		short := missing(job, tg, allocs, canaries)
+		held := short
+		if d != nil && (d.Status == structs.DeploymentStatusFailed || d.RequiresPromotion()) && short > 0 {
+			// A failed deployment, and one awaiting the promotion of its
+			// canaries, hold placements back (Nomad's rule): only failed
+			// and lost allocs are replaced, which the reschedule checks
+			// cover; with auto_revert the rollback's deployment is the
+			// job's latest.
 			short = 0
+		}
+		if d != nil {
+			if err := checkDeployment(ctx, st, job, tg, d, allocs, canaries, held, roomFor(need), blocked, add); err != nil {
+				return nil, err
+			}
 		}
 		switch {
 		case short < 0:
@@ -228,13 +302,192 @@ func Check(ctx context.Context, st storage.Store, jobIDs []string, env *Env) ([]
 
 func isNotFound(err error) bool { return err != nil && errors.Is(err, storage.ErrNotFound) }
 
-// checkNames: one live alloc per name (no duplicate placement), and for a
-// batch job at most one complete alloc per name and job version.
-func checkNames(j string, allocs []*structs.Allocation, add func(inv, format string, args ...any)) {
+// awaitingCanaries are the live canaries of d's groups that await
+// promotion (nil when d is not active): they take the names of the allocs
+// they are to replace.
+func awaitingCanaries(d *structs.Deployment, allocs []*structs.Allocation) map[string]bool {
+	if d == nil || !d.Active() {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, a := range allocs {
+		g := d.TaskGroups[a.TaskGroup]
+		if a.DeploymentID == d.ID && a.DeploymentStatus.IsCanary() && g != nil && !g.Promoted && live(a) {
+			out[a.ID] = true
+		}
+	}
+	return out
+}
+
+// deploymentCanaries are the live canaries of d while it is active, or
+// failed after their promotion: each takes the name of an alloc it is to
+// replace, which runs until its own replacement is placed (a
+// destructive update waits for room, as in Nomad).
+func deploymentCanaries(d *structs.Deployment, allocs []*structs.Allocation) map[string]bool {
+	if d == nil || !(d.Active() || d.Status == structs.DeploymentStatusFailed) {
+		return nil
+	}
+	out := map[string]bool{}
+	for _, a := range allocs {
+		g := d.TaskGroups[a.TaskGroup]
+		if a.DeploymentID == d.ID && a.DeploymentStatus.IsCanary() && g != nil && (d.Active() || g.Promoted) && live(a) {
+			out[a.ID] = true
+		}
+	}
+	return out
+}
+
+// live reports whether an alloc is wanted and not finished.
+func live(a *structs.Allocation) bool {
+	return a.DesiredStatus == structs.AllocDesiredStatusRun && !a.ClientTerminalStatus()
+}
+
+// checkDeployment holds the job's deployment d of its current version to
+// InvDeployment; short is how many allocs the group lacks (canaries
+// awaiting promotion not counted), room whether a node has room for one.
+func checkDeployment(ctx context.Context, st storage.Store, job *structs.Job, tg *structs.TaskGroup, d *structs.Deployment,
+	allocs []*structs.Allocation, canaries map[string]bool, short int, room, blocked bool, add func(inv, format string, args ...any)) error {
+	g := d.TaskGroups[tg.Name]
+	if g == nil {
+		return nil
+	}
+	switch {
+	case d.Status == structs.DeploymentStatusSuccessful:
+		for _, a := range allocs {
+			if live(a) && a.TaskGroup == tg.Name && a.JobVersion != job.Version {
+				add(InvDeployment, "job %s's deployment %s of version %d succeeded, its alloc %s (%s) of version %d still runs",
+					job.ID, d.ID, d.JobVersion, a.ID, a.Name, a.JobVersion)
+			}
+		}
+	case d.Status == structs.DeploymentStatusFailed:
+		for _, a := range allocs {
+			if live(a) && a.DeploymentID == d.ID && a.DeploymentStatus.IsCanary() && !g.Promoted {
+				add(InvDeployment, "job %s's deployment %s failed, its canary %s (%s) still runs", job.ID, d.ID, a.ID, a.Name)
+			}
+		}
+		if !g.AutoRevert {
+			return nil
+		}
+		versions, err := st.JobVersions(ctx, job.Namespace, job.ID)
+		if err != nil {
+			return fmt.Errorf("check: versions of %s: %w", job.ID, err)
+		}
+		for _, v := range structs.CurrentIncarnation(versions, job) {
+			if v.Version < d.JobVersion && v.Stable && !v.Stop {
+				add(InvDeployment, "job %s's deployment %s of version %d failed with auto_revert, the job was not rolled back to its stable version %d",
+					job.ID, d.ID, d.JobVersion, v.Version)
+				break
+			}
+		}
+	case d.Active() && d.RequiresPromotion():
+		if g.DesiredCanaries == 0 || g.Promoted {
+			return nil
+		}
+		n, healthy, older := 0, 0, 0
+		for _, a := range allocs {
+			switch {
+			case canaries[a.ID] && a.TaskGroup == tg.Name:
+				n++
+				if a.DeploymentStatus.IsHealthy() {
+					healthy++
+				}
+			case live(a) && a.TaskGroup == tg.Name && a.JobVersion != job.Version:
+				older++
+			}
+		}
+		if n < g.DesiredCanaries && older == 0 {
+			// Nothing left for canaries to replace (the older allocs were
+			// lost or stopped meanwhile): the reconciler places no
+			// canary, and holds every other placement back until the
+			// deployment is promoted or fails, as Nomad 1.6's does (its
+			// progress deadline fails it; none is generated).
+			return nil
+		}
+		switch {
+		case n < g.DesiredCanaries && room:
+			add(InvDeployment, "job %s's deployment %s runs %d of its %d canaries while a node has room for one", job.ID, d.ID, n, g.DesiredCanaries)
+		case n < g.DesiredCanaries && !blocked:
+			add(InvDeployment, "job %s's deployment %s runs %d of its %d canaries (no room) and has no blocked eval waiting for room",
+				job.ID, d.ID, n, g.DesiredCanaries)
+		case n > g.DesiredCanaries:
+			add(InvDeployment, "job %s's deployment %s runs %d canaries, it wants %d", job.ID, d.ID, n, g.DesiredCanaries)
+		case healthy == g.DesiredCanaries && d.HasAutoPromote():
+			add(InvDeployment, "job %s's deployment %s auto-promotes and its %d canaries are healthy: it was not promoted", job.ID, d.ID, healthy)
+		}
+	case d.Active() && short == 0 && g.HealthyAllocs >= g.DesiredTotal && !blocked:
+		// (A deployment whose placements outnumbered the count, as when
+		// more failed allocs were rescheduled than a scale-down kept,
+		// waits for a healthy alloc it will never get: with no progress
+		// deadline it stays running, as in Nomad. One whose job waits
+		// for room, as a migration off a drained node does, is not
+		// complete either.)
+		add(InvDeployment, "job %s's deployment %s counts %d of %d allocs healthy and is left %s at rest", job.ID, d.ID,
+			g.HealthyAllocs, g.DesiredTotal, d.Status)
+	}
+	// The deployment's counters are its allocs' (placed: those placed in
+	// it or updated in place into it, as in Nomad).
+	placed, healthy, unhealthy := 0, 0, 0
+	for _, a := range allocs {
+		if a.DeploymentID != d.ID || a.TaskGroup != tg.Name {
+			continue
+		}
+		placed++
+		switch {
+		case a.DeploymentStatus.IsHealthy():
+			healthy++
+		case a.DeploymentStatus.IsUnhealthy():
+			unhealthy++
+		}
+	}
+	if placed != g.PlacedAllocs || healthy != g.HealthyAllocs || unhealthy != g.UnhealthyAllocs {
+		add(InvDeployment, "job %s's deployment %s (%s) counts %d placed, %d healthy, %d unhealthy allocs; its allocs are %d, %d, %d",
+			job.ID, d.ID, d.Status, g.PlacedAllocs, g.HealthyAllocs, g.UnhealthyAllocs, placed, healthy, unhealthy)
+	}
+	return nil
+}
+
+// checkNames: one live alloc per name (no duplicate placement), and for
+// a batch job at most one complete alloc per name and job version. While
+// a rollout is under way or held (rollout: the deployment d of the job's
+// version is active, or failed), the allocs of older versions still to
+// be replaced share names with what replaces them (canaries, and allocs
+// that took over their names from an earlier deployment's promoted
+// canaries), as in Nomad: the names are then held unique within the
+// deployment's canaries, within the current version's other allocs, and
+// within the older ones.
+func checkNames(j string, allocs []*structs.Allocation, canaries map[string]bool, rollout bool, d *structs.Deployment, system bool,
+	add func(inv, format string, args ...any)) {
+	// A system job's allocs share their name across nodes: one per node
+	// and name (also those of a purged system incarnation, beside a job
+	// of another type registered under its ID).
+	keyed := make([]*structs.Allocation, len(allocs))
+	for i, a := range allocs {
+		keyed[i] = a
+		if system || (a.Job != nil && (a.Job.Type == structs.JobTypeSystem || a.Job.Type == structs.JobTypeSysBatch)) {
+			c := *a
+			c.Name = a.NodeID + "/" + a.Name
+			keyed[i] = &c
+		}
+	}
+	allocs = keyed
+	if system {
+		rollout = false
+	}
 	live := map[string][]string{}
+	older := map[string][]string{}
+	canary := map[string][]string{}
 	done := map[string][]string{}
 	for _, a := range allocs {
-		if a.DesiredStatus == structs.AllocDesiredStatusRun && !a.ClientTerminalStatus() {
+		switch {
+		case canaries[a.ID]:
+			canary[a.Name] = append(canary[a.Name], a.ID)
+		case a.DesiredStatus != structs.AllocDesiredStatusRun || a.ClientTerminalStatus():
+		case rollout && a.JobVersion != d.JobVersion && a.DeploymentStatus.IsCanary():
+			// A promoted canary of a cancelled deployment, beside the
+			// alloc it was to replace.
+		case rollout && a.JobVersion != d.JobVersion:
+			older[a.Name] = append(older[a.Name], a.ID)
+		default:
 			live[a.Name] = append(live[a.Name], a.ID)
 		}
 		if a.Job != nil && a.Job.Type == structs.JobTypeBatch && a.ClientStatus == structs.AllocClientStatusComplete &&
@@ -247,6 +500,18 @@ func checkNames(j string, allocs []*structs.Allocation, add func(inv, format str
 		if len(ids) > 1 {
 			sort.Strings(ids)
 			add(InvDuplicate, "job %s has %d live allocs named %s: %v", j, len(ids), name, ids)
+		}
+	}
+	for name, ids := range canary {
+		if len(ids) > 1 {
+			sort.Strings(ids)
+			add(InvDuplicate, "job %s has %d canaries named %s: %v", j, len(ids), name, ids)
+		}
+	}
+	for name, ids := range older {
+		if len(ids) > 1 {
+			sort.Strings(ids)
+			add(InvDuplicate, "job %s has %d live allocs of older versions named %s: %v", j, len(ids), name, ids)
 		}
 	}
 	for k, ids := range done {
@@ -291,12 +556,22 @@ func checkReschedules(j string, allocs []*structs.Allocation, add func(inv, form
 // across a scale-down, as in Nomad. A service group counts its live
 // allocs. A batch group counts the names that have a live alloc, a
 // completed one of the current version, or a failed one its policy no
-// longer reschedules.
-func missing(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocation) int {
+// longer reschedules. Canaries awaiting promotion are not counted: the
+// allocs they are to replace still run.
+func missing(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocation, canaries map[string]bool) int {
 	live := 0
 	satisfied := map[string]bool{}
 	for _, a := range allocs {
-		if a.TaskGroup != tg.Name || a.DesiredStatus != structs.AllocDesiredStatusRun {
+		if a.TaskGroup == tg.Name && job.Type == structs.JobTypeBatch && a.DesiredStatus == structs.AllocDesiredStatusStop &&
+			a.ClientStatus == structs.AllocClientStatusComplete && a.JobVersion == job.Version && ranSuccessfully(a) {
+			// Stopped by the server (a drain's migration, also when its
+			// replacement finds no node) after its tasks ended without
+			// failing: the reconciler counts its work as done, as Nomad's
+			// does.
+			satisfied[a.Name] = true
+			continue
+		}
+		if a.TaskGroup != tg.Name || a.DesiredStatus != structs.AllocDesiredStatusRun || canaries[a.ID] {
 			continue
 		}
 		switch {
@@ -337,6 +612,90 @@ func exhausted(a *structs.Allocation, tg *structs.TaskGroup) bool {
 		}
 	}
 	return n >= p.Attempts
+}
+
+// checkSystem holds a running system or sysbatch job to InvSystem.
+func checkSystem(job *structs.Job, allocs []*structs.Allocation, nodes []*storage.NodeUsage, free map[string]structs.ComparableResources,
+	need structs.ComparableResources, blocked bool, add func(inv, format string, args ...any)) {
+	sysbatch := job.Type == structs.JobTypeSysBatch
+	for _, u := range nodes {
+		n := u.Node
+		var liveOn, ran []*structs.Allocation
+		for _, a := range allocs {
+			if a.NodeID != n.ID {
+				continue
+			}
+			switch {
+			case live(a):
+				liveOn = append(liveOn, a)
+			case sysbatch && a.JobVersion == job.Version:
+				// Any alloc of the current version that ended, or was
+				// stopped or lost, is not placed again while the job is
+				// unchanged (Nomad's system scheduler leaves terminal
+				// sysbatch allocs alone).
+				ran = append(ran, a)
+			}
+		}
+		// Nomad's system scheduler places the group's count on each node
+		// (names g[0]..g[count-1]; checkNames holds them unique per node).
+		count := job.TaskGroups[0].Count
+		if len(liveOn) > count {
+			add(InvSystem, "system job %s runs %d allocs on node %s, its count is %d", job.ID, len(liveOn), n.ID, count)
+		}
+		if sysbatch {
+			runs := map[string]int{} // by name: complete or running allocs of the current version
+			for _, a := range ran {
+				if a.ClientStatus == structs.AllocClientStatusComplete {
+					runs[a.Name]++
+				}
+			}
+			for _, a := range liveOn {
+				if a.JobVersion == job.Version {
+					runs[a.Name]++
+				}
+			}
+			for name, k := range runs {
+				if k > 1 {
+					add(InvSystem, "sysbatch job %s ran %s of version %d on node %s %d times", job.ID, name, job.Version, n.ID, k)
+				}
+			}
+		}
+		if !n.Ready() {
+			for _, a := range liveOn {
+				if !n.Drain && a.JobVersion != job.Version {
+					add(InvSystem, "system job %s's alloc %s of version %d still runs on ineligible node %s (the job is at version %d)",
+						job.ID, a.ID, a.JobVersion, n.ID, job.Version)
+				}
+			}
+			continue
+		}
+		for _, a := range liveOn {
+			if a.JobVersion != job.Version {
+				add(InvSystem, "system job %s's alloc %s on node %s is of version %d, the job's is %d", job.ID, a.ID, n.ID, a.JobVersion, job.Version)
+			}
+		}
+		if len(liveOn)+len(ran) >= count {
+			continue
+		}
+		if ok, _ := free[n.ID].Superset(need); ok {
+			add(InvSystem, "system job %s runs %d of its %d allocs on ready node %s, which has room (%+v free)", job.ID, len(liveOn)+len(ran), count, n.ID, free[n.ID])
+		} else if !blocked {
+			add(InvSystem, "system job %s runs %d of its %d allocs on ready node %s (no room) and no blocked eval waits", job.ID, len(liveOn)+len(ran), count, n.ID)
+		}
+	}
+}
+
+// ranSuccessfully reports whether every task of a ended without failing.
+func ranSuccessfully(a *structs.Allocation) bool {
+	if len(a.TaskStates) == 0 {
+		return false
+	}
+	for _, ts := range a.TaskStates {
+		if ts == nil || !ts.Successful() {
+			return false
+		}
+	}
+	return true
 }
 
 func lastEvent(a *structs.Allocation) int64 {

@@ -59,6 +59,35 @@ type Env struct {
 	Queue *Queue
 	obs   *observer
 	stale atomic.Int32 // node reads still to answer stale (FaultStaleRead)
+
+	// drained are the nodes an operator drained and has not made
+	// eligible since (by node ID: whether system jobs were left), which
+	// the checker holds to the drain invariant.
+	drainMu sync.Mutex
+	drained map[string]bool
+}
+
+func (e *Env) setDrained(nodeID string, drained, ignoreSystem bool) {
+	e.drainMu.Lock()
+	defer e.drainMu.Unlock()
+	if e.drained == nil {
+		e.drained = map[string]bool{}
+	}
+	if drained {
+		e.drained[nodeID] = ignoreSystem
+	} else {
+		delete(e.drained, nodeID)
+	}
+}
+
+func (e *Env) drainedNodes() map[string]bool {
+	e.drainMu.Lock()
+	defer e.drainMu.Unlock()
+	out := make(map[string]bool, len(e.drained))
+	for k, v := range e.drained {
+		out[k] = v
+	}
+	return out
 }
 
 // NewEnv returns an environment whose clock starts now.
@@ -313,6 +342,10 @@ type Stats struct {
 	Restarts   int
 	Allocs     int // allocations in the store at the end
 	Evals      int
+	// Work counts the features' work: steps that did something (a
+	// promotion, a drain...) and what the state at rest holds of them
+	// (canary allocs, reverted jobs...).
+	Work map[string]int
 }
 
 // simNode is a simulated node agent: it reads its assignments through the
@@ -336,6 +369,11 @@ type Runner struct {
 	jobIDs []string
 	stats  Stats
 	ctx    context.Context
+	// again is an operator's request that failed (not refused), to be
+	// sent once more after the step (and the restart, if the server
+	// died): what a user does after an error.
+	again    *Step
+	retrying bool
 }
 
 // nodeID names node i of a schedule.
@@ -364,8 +402,21 @@ func (r *Runner) Run(ctx context.Context, s *Schedule) (*Stats, []Violation, err
 				return nil, nil, err
 			}
 		}
+		if again := r.again; again != nil {
+			r.again, r.retrying = nil, true
+			if r.Logf != nil {
+				r.Logf("step %d again: %s", i, *again)
+			}
+			r.step(*again)
+			r.retrying = false
+			if r.Home.Crashed() {
+				if err := r.restart(); err != nil {
+					return nil, nil, err
+				}
+			}
+		}
 	}
-	if err := r.quiesce(); err != nil {
+	if err := r.quiesce(s.PromoteAtRest); err != nil {
 		return &r.stats, nil, err
 	}
 	if r.Logf != nil {
@@ -380,6 +431,18 @@ func (r *Runner) Run(ctx context.Context, s *Schedule) (*Stats, []Violation, err
 		as, _ := r.Home.Store().AllocsByJob(ctx, "default", j)
 		es, _ := r.Home.Store().EvalsByJob(ctx, "default", j)
 		allocs, evals = allocs+len(as), evals+len(es)
+		for _, a := range as {
+			if a.DeploymentStatus.IsCanary() {
+				r.stats.Work["canary allocs at rest"]++
+			}
+			if a.Job != nil && (a.Job.Type == structs.JobTypeSystem || a.Job.Type == structs.JobTypeSysBatch) {
+				r.stats.Work[a.Job.Type+" allocs at rest"]++
+			}
+		}
+		ds, _ := r.Home.Store().DeploymentsByJob(ctx, "default", j)
+		for _, d := range ds {
+			r.stats.Work["deployments at rest, "+d.Status]++
+		}
 	}
 	r.stats.Allocs, r.stats.Evals = allocs, evals
 	return &r.stats, v, nil
@@ -388,7 +451,7 @@ func (r *Runner) Run(ctx context.Context, s *Schedule) (*Stats, []Violation, err
 // setup registers the schedule's nodes.
 func (r *Runner) setup(ctx context.Context, s *Schedule) error {
 	r.ctx = ctx
-	r.stats = Stats{Faults: map[string]int{}}
+	r.stats = Stats{Faults: map[string]int{}, Work: map[string]int{}}
 	r.nodes = nil
 	for i := range s.Nodes {
 		n := &simNode{id: nodeID(i), outbox: map[string]*structs.Allocation{}}
@@ -414,38 +477,47 @@ func (r *Runner) dump() {
 	for _, n := range r.nodes {
 		node, err := st.Node(r.ctx, n.id)
 		if err == nil {
-			r.Logf("node %s: %s eligible=%s", n.id, node.Status, node.SchedulingEligibility)
+			r.Logf("node %s: %s eligible=%s drain=%t", n.id, node.Status, node.SchedulingEligibility, node.Drain)
 		}
 	}
-	for _, j := range r.jobIDs {
-		job, _ := st.Job(r.ctx, "default", j)
+	DumpJobs(r.ctx, st, r.jobIDs, r.Logf)
+}
+
+// DumpJobs logs, through logf, the jobs' state in st: each job, its
+// allocs (oldest first), its latest deployment and its evals, with what
+// a failing schedule's diagnosis needs.
+func DumpJobs(ctx context.Context, st storage.Store, jobIDs []string, logf func(format string, args ...any)) {
+	for _, j := range jobIDs {
+		job, _ := st.Job(ctx, "default", j)
 		if job != nil {
-			r.Logf("job %s: %s v%d stop=%t status=%s count=%d", j, job.Type, job.Version, job.Stop, job.Status, job.TaskGroups[0].Count)
+			logf("job %s: %s v%d stop=%t status=%s count=%d", j, job.Type, job.Version, job.Stop, job.Status, job.TaskGroups[0].Count)
 		}
-		as, _ := st.AllocsByJob(r.ctx, "default", j)
+		as, _ := st.AllocsByJob(ctx, "default", j)
 		sort.Slice(as, func(x, y int) bool { return as[x].CreateIndex < as[y].CreateIndex })
 		for _, a := range as {
-			r.Logf("  alloc %.8s %s v%d job=%t node=%.8s… desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s followup=%.8s dep=%.8s healthy=%t", a.ID, a.Name, a.JobVersion, a.Job != nil,
-				a.NodeID[len(a.NodeID)-4:], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID,
-				a.FollowupEvalID, a.DeploymentID, a.DeploymentStatus.IsHealthy())
+			logf("  alloc %.8s %s v%d job=%t node=…%s desired=%s client=%s create=%d next=%.8s prev=%.8s eval=%.8s followup=%.8s dep=%.8s healthy=%t canary=%t", a.ID, a.Name, a.JobVersion, a.Job != nil,
+				a.NodeID[max(len(a.NodeID)-4, 0):], a.DesiredStatus, a.ClientStatus, a.CreateIndex, a.NextAllocation, a.PreviousAllocation, a.EvalID,
+				a.FollowupEvalID, a.DeploymentID, a.DeploymentStatus.IsHealthy(), a.DeploymentStatus.IsCanary())
 		}
-		if d, err := st.LatestDeployment(r.ctx, "default", j); err == nil {
-			r.Logf("  deployment %.8s v%d %s %q", d.ID, d.JobVersion, d.Status, d.StatusDescription)
+		ds, _ := st.DeploymentsByJob(ctx, "default", j)
+		sort.Slice(ds, func(x, y int) bool { return ds[x].CreateIndex < ds[y].CreateIndex })
+		for _, d := range ds {
+			logf("  deployment %.8s v%d create=%d %s %q", d.ID, d.JobVersion, d.CreateIndex, d.Status, d.StatusDescription)
 			for g, s := range d.TaskGroups {
-				r.Logf("    %s: %+v", g, *s)
+				logf("    %s: %+v", g, *s)
 			}
 		}
-		es, _ := st.EvalsByJob(r.ctx, "default", j)
+		es, _ := st.EvalsByJob(ctx, "default", j)
 		for _, e := range es {
-			r.Logf("  eval %.8s %s %s create=%d wait=%s prev=%.8s blocked=%.8s desc=%q", e.ID, e.TriggeredBy, e.Status, e.CreateIndex,
+			logf("  eval %.8s %s %s create=%d wait=%s prev=%.8s blocked=%.8s desc=%q", e.ID, e.TriggeredBy, e.Status, e.CreateIndex,
 				e.WaitUntil.Format("15:04:05"), e.PreviousEval, e.BlockedEval, e.StatusDescription)
 			if e.PlanAnnotations != nil {
 				for g, u := range e.PlanAnnotations.DesiredTGUpdates {
-					r.Logf("    %s: %+v", g, *u)
+					logf("    %s: %+v", g, *u)
 				}
 			}
 			for g, m := range e.FailedTGAllocs {
-				r.Logf("    failed %s: %+v", g, *m)
+				logf("    failed %s: %+v", g, *m)
 			}
 		}
 	}
@@ -496,8 +568,43 @@ func (r *Runner) step(st Step) {
 	case StepAdvance:
 		r.Env.Clock.Advance(st.Advance)
 		// The timers' duty (embedded every second, the AWS sweeper every
-		// minute): deployment deadlines and progress.
+		// minute): deployment deadlines and progress, the drainer.
 		_ = svc.CheckDeployments(ctx)
+		_ = svc.RunDrainer(ctx)
+	case StepDrain:
+		n := r.nodes[st.Node]
+		_, err := svc.UpdateDrain(ctx, n.id, &controlplane.DrainSpec{Deadline: st.Deadline, IgnoreSystemJobs: st.IgnoreSystem}, false)
+		op(err)
+		r.sendAgain(st, err)
+		// What the API answered aside, the drain is on when the store
+		// says so (a crash may have come after its write).
+		if node, gerr := r.Home.Store().Node(ctx, n.id); gerr == nil && node.Drain {
+			r.Env.setDrained(n.id, true, st.IgnoreSystem)
+			r.stats.Work["drain"]++
+		}
+	case StepEligibility:
+		n := r.nodes[st.Node]
+		node, err := r.Home.Store().Node(ctx, n.id)
+		if err != nil {
+			break
+		}
+		switch {
+		case st.Eligible && node.Drain:
+			_, err = svc.UpdateDrain(ctx, n.id, nil, true)
+		case st.Eligible:
+			_, err = svc.UpdateEligibility(ctx, n.id, structs.NodeSchedulingEligible)
+		default:
+			_, err = svc.UpdateEligibility(ctx, n.id, structs.NodeSchedulingIneligible)
+		}
+		op(err)
+		r.sendAgain(st, err)
+		if node, gerr := r.Home.Store().Node(ctx, n.id); gerr == nil && !node.Drain &&
+			node.SchedulingEligibility == structs.NodeSchedulingEligible {
+			r.Env.setDrained(n.id, false, false)
+		}
+		if err == nil {
+			r.stats.Work[fmt.Sprintf("eligibility %t", st.Eligible)]++
+		}
 	case StepNodeDown:
 		n := r.nodes[st.Node]
 		if !n.down {
@@ -510,6 +617,22 @@ func (r *Runner) step(st Step) {
 			if _, err := svc.Heartbeat(ctx, n.id); err == nil {
 				n.down = false
 			}
+		}
+	case StepPromote, StepFailDeployment:
+		// As the CLI does: the job's latest deployment, then the
+		// deployment's endpoint (refused when it cannot be done).
+		d, err := r.Home.Store().LatestDeployment(ctx, "default", jobID(st.Job))
+		if err != nil || !d.Active() || (st.Kind == StepPromote && !d.RequiresPromotion()) {
+			break
+		}
+		if st.Kind == StepPromote {
+			_, err = svc.PromoteDeployment(ctx, d.ID, nil)
+		} else {
+			_, err = svc.FailDeployment(ctx, d.ID)
+		}
+		op(err)
+		if err == nil {
+			r.stats.Work[st.Kind.String()]++
 		}
 	case StepFault:
 		r.stats.Faults[st.Fault]++
@@ -645,10 +768,11 @@ func needsHealth(a *structs.Allocation) bool {
 	return a.DeploymentID != "" && !a.DeploymentStatus.HasHealth()
 }
 
-// clientUpdate is a node's report that alloc a is now status; a running
+// clientUpdate is a node's report that alloc a is now status: a running
 // alloc of a deployment reports itself healthy (its task runs: the
-// task_states health check), as the node agent does after
-// min_healthy_time.
+// task_states health check) after min_healthy_time, and one that failed
+// before it was healthy reports itself unhealthy; the health keeps what
+// the server set (the canary flag), as the node agent's does.
 func clientUpdate(a *structs.Allocation, status string, now time.Time) *structs.Allocation {
 	ts := &structs.TaskState{State: structs.TaskStateRunning, StartedAt: now}
 	switch status {
@@ -659,15 +783,21 @@ func clientUpdate(a *structs.Allocation, status string, now time.Time) *structs.
 	}
 	u := &structs.Allocation{ID: a.ID, NodeID: a.NodeID, ClientStatus: status, ClientDescription: "chaos: " + status,
 		TaskStates: map[string]*structs.TaskState{"t": ts}}
+	health := func(healthy bool) {
+		u.DeploymentID = a.DeploymentID
+		u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(healthy), Timestamp: now}
+		if cur := a.DeploymentStatus; cur != nil {
+			u.DeploymentStatus.Canary, u.DeploymentStatus.ModifyIndex = cur.Canary, cur.ModifyIndex
+		}
+	}
 	switch {
 	case status == structs.AllocClientStatusRunning && a.DeploymentID != "":
-		u.DeploymentID = a.DeploymentID
-		u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(true), Timestamp: now}
+		health(true)
 	case status == structs.AllocClientStatusFailed && a.DeploymentID != "" && !a.DeploymentStatus.HasHealth():
-		// A task that died before it was healthy: the agent reports the
-		// alloc unhealthy.
-		u.DeploymentID = a.DeploymentID
-		u.DeploymentStatus = &structs.AllocDeploymentStatus{Healthy: new(false), Timestamp: now}
+		// A task that died before it was healthy: the alloc is reported
+		// unhealthy (a verdict once given is not changed, as Nomad's
+		// client does).
+		health(false)
 	}
 	return u
 }
@@ -675,7 +805,7 @@ func clientUpdate(a *structs.Allocation, status string, now time.Time) *structs.
 // quiesce brings the cluster to rest: faults off, every node back, every
 // eval delivered (the clock moved to each delayed one's time), every node
 // reporting until nothing changes.
-func (r *Runner) quiesce() error {
+func (r *Runner) quiesce(promote bool) error {
 	r.Home.Disarm()
 	r.Env.setStale(0)
 	if r.Home.Crashed() {
@@ -695,6 +825,7 @@ func (r *Runner) quiesce() error {
 	for round := 0; round < 500; round++ {
 		r.Home.Sweep(r.ctx)
 		_ = r.Home.Service().CheckDeployments(r.ctx)
+		_ = r.Home.Service().RunDrainer(r.ctx)
 		progress := false
 		for i := 0; i < 100 && r.deliver(1) > 0; i++ {
 			progress = true
@@ -708,6 +839,14 @@ func (r *Runner) quiesce() error {
 			continue
 		}
 		if t, ok := r.Env.Queue.earliest(r.Env.Clock.Now()); ok {
+			r.Env.Clock.Advance(t.Sub(r.Env.Clock.Now()) + time.Second)
+			continue
+		}
+		if promote && r.promoteAtRest() {
+			continue
+		}
+		if t, ok := r.drainDeadline(); ok {
+			// A drain waits for its deadline to force what is left off.
 			r.Env.Clock.Advance(t.Sub(r.Env.Clock.Now()) + time.Second)
 			continue
 		}
@@ -728,17 +867,66 @@ func (r *Runner) quiesce() error {
 	return fmt.Errorf("the cluster did not come to rest in 500 rounds (%d deliveries); queued: %v", r.stats.Deliveries, left)
 }
 
+// sendAgain keeps an operator's request that failed (not refused as a
+// bad request) to be sent once more.
+func (r *Runner) sendAgain(st Step, err error) {
+	if err != nil && !r.retrying && !errors.Is(err, controlplane.ErrBadRequest) {
+		r.again = &st
+	}
+}
+
+// drainDeadline is the earliest force deadline still ahead of a draining
+// node.
+func (r *Runner) drainDeadline() (time.Time, bool) {
+	var t time.Time
+	now := r.Env.Clock.Now()
+	for _, n := range r.nodes {
+		node, err := r.Home.Store().Node(r.ctx, n.id)
+		if err != nil || !node.Drain || node.DrainStrategy == nil {
+			continue
+		}
+		if d := node.DrainStrategy.ForceDeadline; d.After(now) && (t.IsZero() || d.Before(t)) {
+			t = d
+		}
+	}
+	return t, !t.IsZero()
+}
+
+// promoteAtRest promotes, as an operator would, each job's latest
+// deployment awaiting promotion whose canaries are all healthy (the
+// service refuses the others); it reports whether one was promoted.
+func (r *Runner) promoteAtRest() bool {
+	done := false
+	for _, j := range r.jobIDs {
+		d, err := r.Home.Store().LatestDeployment(r.ctx, "default", j)
+		if err != nil || !d.RequiresPromotion() {
+			continue
+		}
+		if _, err := r.Home.Service().PromoteDeployment(r.ctx, d.ID, nil); err == nil {
+			r.stats.Work["promote at rest"]++
+			done = true
+		}
+	}
+	return done
+}
+
 // buildJob is the job a registration step submits, in Nomad's API form
 // and through the same conversion and validation as the HTTP API.
 func buildJob(id string, st Step) (*structs.Job, error) {
 	var job *api.Job
-	if st.Batch {
+	count := st.Count
+	switch {
+	case st.Batch && st.System:
+		job, count = api.NewSysbatchJob(id, id, "global", 50), 1
+	case st.System:
+		job, count = api.NewSystemJob(id, id, "global", 50), 1
+	case st.Batch:
 		job = api.NewBatchJob(id, id, "global", 50)
-	} else {
+	default:
 		job = api.NewServiceJob(id, id, "global", 50)
 	}
 	job.Datacenters = []string{"dc1"}
-	tg := api.NewTaskGroup("g", st.Count)
+	tg := api.NewTaskGroup("g", count)
 	task := api.NewTask("t", "raw_exec")
 	task.Config = map[string]any{"command": "/bin/true"}
 	task.Env = map[string]string{"VARIANT": fmt.Sprint(st.Variant)}
@@ -749,20 +937,30 @@ func buildJob(id string, st Step) (*structs.Job, error) {
 	// schedule exercises it (the policy bounds are what the checker
 	// holds the reschedules to).
 	tg.RestartPolicy = &api.RestartPolicy{Attempts: new(0), Mode: new("fail"), Interval: new(time.Minute), Delay: new(time.Second)}
-	if st.Batch {
+	switch {
+	case st.System:
+		// System and sysbatch groups take no reschedule block (Nomad's
+		// rule: their allocs are replaced on their node), sysbatch no
+		// update block.
+	case st.Batch:
 		tg.ReschedulePolicy = &api.ReschedulePolicy{Attempts: new(2), Interval: new(time.Hour), Delay: new(5 * time.Second),
 			DelayFunction: new("constant"), Unlimited: new(false)}
-	} else {
+	default:
 		tg.ReschedulePolicy = &api.ReschedulePolicy{Delay: new(5 * time.Second), DelayFunction: new("exponential"),
 			MaxDelay: new(time.Minute), Unlimited: new(true)}
 	}
-	if !st.Batch {
-		// A rolling update one or two at a time (no canaries: their names
-		// are those of live allocs), no progress deadline (a deployment
-		// failed by its deadline holds placements back, which the count
-		// check would have to tell from a lost one).
+	if st.System && !st.Batch {
+		tg.Update = &api.UpdateStrategy{MaxParallel: new(1 + st.Variant%2), Stagger: new(5 * time.Second)}
+	}
+	if !st.Batch && !st.System {
+		// A rolling update one or two at a time, with canaries and
+		// auto-revert when the step says (FeatCanaries), no progress
+		// deadline (a deployment failed by its deadline holds placements
+		// back, which the count check would have to tell from a lost
+		// one).
 		tg.Update = &api.UpdateStrategy{MaxParallel: new(1 + st.Variant%2), HealthCheck: new("task_states"),
-			MinHealthyTime: new(time.Duration(0)), HealthyDeadline: new(5 * time.Minute), ProgressDeadline: new(time.Duration(0))}
+			MinHealthyTime: new(time.Duration(0)), HealthyDeadline: new(5 * time.Minute), ProgressDeadline: new(time.Duration(0)),
+			Canary: new(st.Canary), AutoPromote: new(st.AutoPromote), AutoRevert: new(st.AutoRevert)}
 	}
 	job.AddTaskGroup(tg)
 	return jobspec.FromAPI(job)

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"testing"
@@ -15,10 +16,12 @@ import (
 // The suite's flags. This package is imported by tests only; both homes'
 // test binaries share these.
 var (
-	flagSeed   = flag.Int64("seed", -1, "chaos: replay this one seed (with its steps logged)")
-	flagSeeds  = flag.Int("seeds", 0, "chaos: how many seeds to run (0: the home's fixed CI seeds)")
-	flagFirst  = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
-	flagSteps  = flag.Int("steps", 0, "chaos: the schedules' step bound (0: the default)")
+	flagSeed     = flag.Int64("seed", -1, "chaos: replay this one seed (with its steps logged)")
+	flagSeeds    = flag.Int("seeds", 0, "chaos: how many seeds to run (0: the home's fixed CI seeds)")
+	flagFirst    = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
+	flagSteps    = flag.Int("steps", 0, "chaos: the schedules' step bound (0: the default)")
+	flagFeatures = flag.String("features", "", "chaos: the schedules' features: all, none (the first generator's schedules, as earlier findings name their seeds), or a list ("+
+		"canaries); empty: the suite's")
 	flagRepeat = flag.Int("repeat", 20, "chaos: with -seed, play it up to this many times until it fails (concurrent deliveries make a replay's interleaving vary)")
 )
 
@@ -57,7 +60,11 @@ type Summary struct {
 	Allocs     int
 	Evals      int
 	Faults     map[string]int
+	Work       map[string]int
 	Violations map[string]int
+	// Extra are a home's invariants beyond Invariants (rows of the
+	// table, zero or not).
+	Extra []string
 	// Failed are the seeds whose schedule broke an invariant.
 	Failed  []uint64
 	Elapsed time.Duration
@@ -83,6 +90,10 @@ func Seeds(ci int) []uint64 {
 	}
 	return out
 }
+
+// Replaying reports whether -seed asked for one seed to be replayed
+// (with its steps logged, until it fails).
+func Replaying() bool { return *flagSeed >= 0 }
 
 // Run plays the seeds and fails t, naming each failing seed and its
 // replay command, when a schedule breaks an invariant. It returns the
@@ -132,7 +143,17 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 	if *flagSteps > 0 {
 		p.Steps = *flagSteps
 	}
-	sum := &Summary{Home: s.Name, Faults: map[string]int{}, Violations: map[string]int{}}
+	if *flagFeatures != "" {
+		f, err := ParseFeatures(*flagFeatures)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Features = f
+		if p.FeatureRate == 0 {
+			p.FeatureRate = DefaultParams.FeatureRate
+		}
+	}
+	sum := &Summary{Home: s.Name, Faults: map[string]int{}, Work: map[string]int{}, Violations: map[string]int{}}
 	start := time.Now()
 	for _, seed := range seeds {
 		env := NewEnv()
@@ -154,27 +175,8 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 		if err != nil {
 			t.Fatalf("%s: seed %d: the harness failed: %v; replay: %s", s.Name, seed, err, fmt.Sprintf(s.Replay, seed))
 		}
-		sum.Schedules++
-		sum.Steps += st.Steps
-		sum.Operations += st.Operations
-		sum.OpErrors += st.OpErrors
-		sum.Deliveries += st.Deliveries
-		sum.Reports += st.Reports
-		sum.Restarts += st.Restarts
-		sum.Allocs += st.Allocs
-		sum.Evals += st.Evals
-		for k, n := range st.Faults {
-			sum.Faults[k] += n
-		}
+		sum.Add(seed, st, v)
 		if len(v) > 0 {
-			sum.Failed = append(sum.Failed, seed)
-			seen := map[string]bool{}
-			for _, x := range v {
-				if !seen[x.Invariant] {
-					seen[x.Invariant] = true
-					sum.Violations[x.Invariant]++
-				}
-			}
 			if log.Len() > 0 {
 				t.Log("the failing run:\n" + log.String())
 			}
@@ -188,14 +190,52 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 	return sum
 }
 
+// Add counts one schedule's stats and violations (each invariant once
+// per schedule; seed among the failed ones when it broke any).
+func (s *Summary) Add(seed uint64, st *Stats, v []Violation) {
+	s.Schedules++
+	s.Steps += st.Steps
+	s.Operations += st.Operations
+	s.OpErrors += st.OpErrors
+	s.Deliveries += st.Deliveries
+	s.Reports += st.Reports
+	s.Restarts += st.Restarts
+	s.Allocs += st.Allocs
+	s.Evals += st.Evals
+	for k, n := range st.Faults {
+		s.Faults[k] += n
+	}
+	for k, n := range st.Work {
+		if s.Work == nil {
+			s.Work = map[string]int{}
+		}
+		s.Work[k] += n
+	}
+	if len(v) == 0 {
+		return
+	}
+	s.Failed = append(s.Failed, seed)
+	seen := map[string]bool{}
+	for _, x := range v {
+		if !seen[x.Invariant] {
+			seen[x.Invariant] = true
+			s.Violations[x.Invariant]++
+		}
+	}
+}
+
 // Print writes the summary table.
 func (s *Summary) Print(w io.Writer) {
 	fmt.Fprintf(w, "chaos %s: %d schedules in %s\n", s.Home, s.Schedules, s.Elapsed.Round(time.Second))
 	row := func(k string, v any) { fmt.Fprintf(w, "  %-34s %v\n", k, v) }
 	row("steps", s.Steps)
 	row("operations (refused/failed)", fmt.Sprintf("%d (%d)", s.Operations, s.OpErrors))
-	row("deliveries", s.Deliveries)
-	row("node reports", s.Reports)
+	if s.Deliveries > 0 || s.Reports > 0 {
+		// The in-process homes deliver evals and make nodes report; the
+		// process-level leg's real server and agents do it themselves.
+		row("deliveries", s.Deliveries)
+		row("node reports", s.Reports)
+	}
 	row("restarts", s.Restarts)
 	row("allocs at rest", s.Allocs)
 	row("evals at rest", s.Evals)
@@ -210,8 +250,30 @@ func (s *Summary) Print(w io.Writer) {
 	for _, k := range kinds {
 		row("  "+k, s.Faults[k])
 	}
+	work := make([]string, 0, len(s.Work))
+	for k := range s.Work {
+		work = append(work, k)
+	}
+	sort.Strings(work)
+	if len(work) > 0 {
+		fmt.Fprintf(w, "  %-34s %s\n", "features' work", "")
+	}
+	for _, k := range work {
+		row("  "+k, s.Work[k])
+	}
 	fmt.Fprintf(w, "  %-34s %s\n", "schedules violating", "")
 	for _, inv := range Invariants {
+		row("  "+inv, s.Violations[inv])
+	}
+	rows := slices.Clone(s.Extra)
+	var other []string
+	for inv := range s.Violations {
+		if !slices.Contains(Invariants, inv) && !slices.Contains(rows, inv) {
+			other = append(other, inv)
+		}
+	}
+	sort.Strings(other)
+	for _, inv := range append(rows, other...) {
 		row("  "+inv, s.Violations[inv])
 	}
 	if len(s.Failed) > 0 {

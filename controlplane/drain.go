@@ -89,12 +89,14 @@ func (s *Service) UpdateEligibility(ctx context.Context, nodeID, eligibility str
 		}
 		s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemCluster, msg, nil)
 	}
-	if eligibility == structs.NodeSchedulingEligible && cur.SchedulingEligibility != eligibility {
+	if eligibility == structs.NodeSchedulingEligible {
+		// Also when the node was eligible already: the request may be
+		// sent again because the first one's reactions were lost after
+		// its write (an extra evaluation of a system job that runs on the
+		// node places nothing).
 		if err := s.evaluateSystemJobs(ctx, nodeID, structs.EvalTriggerNodeUpdate, nil); err != nil {
 			return n, err
 		}
-	}
-	if eligibility == structs.NodeSchedulingEligible {
 		s.unblock(ctx, "node eligible")
 	}
 	return n, nil

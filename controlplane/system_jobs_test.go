@@ -196,3 +196,32 @@ func TestNodeEventsReadOnlySystemJobs(t *testing.T) {
 		t.Fatalf("a new node: node-update evals of %v, want [agent]", got)
 	}
 }
+
+// TestEligibleAgainRedoesLostSystemJobEvals: a request making a node
+// eligible whose write landed while its reactions were lost (the server
+// died after the write, or the answer was lost) is what the operator sends
+// again; the node is already eligible then, and the request must still
+// evaluate the system jobs for it, or they never run there (found by the
+// chaos suite: seed 1219 with system jobs, a crash after the eligibility's
+// commit left a system job off an eligible node with room).
+func TestEligibleAgainRedoesLostSystemJobEvals(t *testing.T) {
+	f := newFixture(t)
+	if _, err := f.svc.RegisterJob(f.ctx, &RegisterRequest{Job: sysJob("agent", structs.JobTypeSystem)}); err != nil {
+		t.Fatal(err)
+	}
+	f.node("n1")
+	if _, err := f.svc.UpdateEligibility(f.ctx, "n1", structs.NodeSchedulingIneligible); err != nil {
+		t.Fatal(err)
+	}
+	f.markDone()
+	// The first request's write, without its reactions.
+	if _, err := f.store.UpdateNodeEligibility(f.ctx, "n1", structs.NodeSchedulingEligible); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.svc.UpdateEligibility(f.ctx, "n1", structs.NodeSchedulingEligible); err != nil {
+		t.Fatal(err)
+	}
+	if got := f.nodeUpdateEvals("n1"); !slices.Equal(got, []string{"agent"}) {
+		t.Fatalf("the request sent again: node-update evals of %v, want [agent]", got)
+	}
+}

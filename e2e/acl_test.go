@@ -43,7 +43,7 @@ func TestACLEndToEnd(t *testing.T) {
 	a := startProc(t, dir, "-dev", "-acl-enabled", "-http-addr", anyPort)
 	a.waitAddr()
 	addr := "http://" + a.addr
-	mustContain(t, a.log.String(), "ACLs: enabled")
+	mustContain(t, a.Log.String(), "ACLs: enabled")
 	out, code := cli(t, addr, "acl", "bootstrap")
 	if code != 0 {
 		t.Fatalf("bootstrap: %s", out)
@@ -230,7 +230,7 @@ func TestNodeIdentityAndTLS(t *testing.T) {
 	}
 	imposter := startProc(t, nodeDir, nodeArgs...)
 	waitFor(t, 30*time.Second, "the imposter's refusal", func() bool {
-		return strings.Contains(imposter.log.String(), "registered with another secret")
+		return strings.Contains(imposter.Log.String(), "registered with another secret")
 	})
 	imposter.stop()
 
@@ -241,7 +241,7 @@ func TestNodeIdentityAndTLS(t *testing.T) {
 	intruder := startProc(t, badDir, "-client", "-servers", srv.addr, "-node-name", "intruder", "-enable-raw-exec",
 		"-tls-ca-file", ca.CAFile, "-tls-cert-file", badCert, "-tls-key-file", badKey)
 	waitFor(t, 30*time.Second, "the intruder's refusal", func() bool {
-		return strings.Contains(intruder.log.String(), "node registration failed") && strings.Contains(intruder.log.String(), "certificate")
+		return strings.Contains(intruder.Log.String(), "node registration failed") && strings.Contains(intruder.Log.String(), "certificate")
 	})
 	intruder.stop()
 	nodes, _, err := c.Nodes().List(nil)

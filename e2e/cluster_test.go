@@ -1,12 +1,7 @@
 package e2e
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
-	"strconv"
-	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -27,20 +22,7 @@ type cluster struct {
 // waiting for readiness.
 func startProc(t *testing.T, dataDir string, args ...string) *agentProc {
 	t.Helper()
-	a := &agentProc{t: t, dataDir: dataDir, log: &syncBuffer{}, done: make(chan struct{})}
-	a.cmd = exec.Command(droverBin, append([]string{"agent", "-data-dir", dataDir, "-log-level", "debug"}, args...)...)
-	a.cmd.Stdout, a.cmd.Stderr = a.log, a.log
-	if err := a.cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	go func() { _ = a.cmd.Wait(); close(a.done) }()
-	t.Cleanup(func() {
-		a.stop()
-		if t.Failed() {
-			t.Logf("log of agent %v:\n%s", args, a.log.String())
-		}
-	})
-	return a
+	return launch(t, dataDir, append([]string{"agent", "-data-dir", dataDir, "-log-level", "debug"}, args...)...)
 }
 
 // newCluster starts a server with a short heartbeat TTL.
@@ -132,67 +114,6 @@ func countAll(m map[string][]*api.AllocationListStub) int {
 func (cl *cluster) killClientAndTasks(name string) {
 	cl.clients[name].kill()
 	killProcsUnder(filepath.Join(cl.dir, name))
-}
-
-// killProcsUnder kills the task supervisors whose spec lies under dir and
-// their tasks' process groups.
-func killProcsUnder(dir string) {
-	for _, sup := range supervisorsUnder(dir) {
-		for _, child := range pidsWhere(func(_ int, _ string, ppid int) bool { return ppid == sup }) {
-			_ = syscall.Kill(-child, syscall.SIGKILL) // the task's process group
-			_ = syscall.Kill(child, syscall.SIGKILL)
-		}
-		_ = syscall.Kill(sup, syscall.SIGKILL)
-	}
-}
-
-// supervisorsUnder returns the pids of the task supervisors whose spec lies
-// under dir (an agent's data dir): they and their children are exactly
-// that agent's tasks, whatever their command lines.
-func supervisorsUnder(dir string) []int {
-	return pidsWhere(func(_ int, cmdline string, _ int) bool {
-		return strings.Contains(cmdline, "task-supervisor") && strings.Contains(cmdline, dir)
-	})
-}
-
-// tasksUnder returns the pids of the tasks run by the supervisors under
-// dir.
-func tasksUnder(dir string) []int {
-	var out []int
-	for _, sup := range supervisorsUnder(dir) {
-		out = append(out, pidsWhere(func(_ int, _ string, ppid int) bool { return ppid == sup })...)
-	}
-	return out
-}
-
-// pidsWhere returns the pids of live processes matching keep.
-func pidsWhere(keep func(pid int, cmdline string, ppid int) bool) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err != nil {
-			continue
-		}
-		st, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
-		if err != nil || isZombie(string(st)) {
-			continue
-		}
-		// stat: pid (comm) state ppid ...
-		fields := strings.Fields(string(st)[strings.LastIndexByte(string(st), ')')+1:])
-		ppid := 0
-		if len(fields) > 1 {
-			ppid, _ = strconv.Atoi(fields[1])
-		}
-		if keep(pid, strings.ReplaceAll(string(b), "\x00", " "), ppid) {
-			out = append(out, pid)
-		}
-	}
-	return out
 }
 
 // TestBlockedJobPlacedWhenClientJoins: a job that cannot be placed (one

@@ -231,6 +231,6 @@ func TestDockerFigures(t *testing.T) {
 		lat[0].Round(time.Millisecond), lat[len(lat)/2].Round(time.Millisecond),
 		(sum / time.Duration(len(lat))).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 	time.Sleep(5 * time.Second) // settle
-	mem := procMem(t, agentProc.cmd.Process.Pid)
+	mem := procMem(t, agentProc.Cmd.Process.Pid)
 	t.Logf("client agent with 10 running docker allocs: RSS %.1f MiB (anonymous %.1f MiB)", mem["Rss"]/1024, mem["Anonymous"]/1024)
 }

@@ -52,7 +52,7 @@ func TestNodeAgentFigures(t *testing.T) {
 		lat[0].Round(time.Millisecond), lat[len(lat)/2].Round(time.Millisecond),
 		(sum / time.Duration(len(lat))).Round(time.Millisecond), lat[len(lat)-1].Round(time.Millisecond))
 
-	pid := client.cmd.Process.Pid
+	pid := client.Cmd.Process.Pid
 	time.Sleep(5 * time.Second) // settle
 	const window = 30 * time.Second
 	cpu0 := procCPU(t, pid)
@@ -63,7 +63,7 @@ func TestNodeAgentFigures(t *testing.T) {
 	t.Logf("client agent idle with 10 running allocs: RSS %.1f MiB (anonymous %.1f MiB); CPU %v per idle second (= per poll) over %v",
 		mem["Rss"]/1024, mem["Anonymous"]/1024, perSecond.Round(time.Microsecond), window)
 	var rss, pss, anon float64
-	sups := supervisorPids(filepath.Join(cl.dir, "figures"))
+	sups := supervisorsUnder(filepath.Join(cl.dir, "figures"))
 	for _, p := range sups {
 		m := procMem(t, p)
 		rss, pss, anon = rss+m["Rss"], pss+m["Pss"], anon+m["Anonymous"]
@@ -112,23 +112,6 @@ func procMem(t *testing.T, pid int) map[string]float64 {
 		}
 		if n, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64); err == nil {
 			out[k] = n
-		}
-	}
-	return out
-}
-
-// supervisorPids lists the task supervisors whose spec lies under dir.
-func supervisorPids(dir string) []int {
-	entries, _ := os.ReadDir("/proc")
-	var out []int
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
-		if err == nil && strings.Contains(string(b), "task-supervisor") && strings.Contains(string(b), dir) {
-			out = append(out, pid)
 		}
 	}
 	return out

@@ -21,7 +21,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -38,6 +37,7 @@ import (
 	"github.com/drover-sched/drover/acl"
 	"github.com/drover-sched/drover/controlplane/awscp"
 	"github.com/drover-sched/drover/internal/awstest"
+	"github.com/drover-sched/drover/internal/proctest"
 	ddb "github.com/drover-sched/drover/storage/dynamodb"
 )
 
@@ -76,27 +76,15 @@ func TestMain(m *testing.M) {
 type proc struct {
 	name string
 	cmd  *exec.Cmd
-	out  *syncBuffer
+	out  *proctest.SyncBuffer
 	done chan struct{}
 }
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-func (s *syncBuffer) String() string { s.mu.Lock(); defer s.mu.Unlock(); return s.b.String() }
 
 func start(t *testing.T, name string, env []string, firstLine bool, args ...string) (*proc, string) {
 	t.Helper()
 	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Env = append(os.Environ(), env...)
-	p := &proc{name: name, cmd: cmd, out: &syncBuffer{}, done: make(chan struct{})}
+	p := &proc{name: name, cmd: cmd, out: &proctest.SyncBuffer{}, done: make(chan struct{})}
 	cmd.Stderr = p.out
 	var line string
 	var stdout *bufio.Scanner

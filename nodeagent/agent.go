@@ -108,6 +108,8 @@ type Config struct {
 	// CPUTotalCompute, when > 0, overrides the fingerprinted total CPU
 	// (MHz over all cores).
 	CPUTotalCompute int64
+	// MemoryTotalMB, when > 0, overrides the fingerprinted memory (MiB).
+	MemoryTotalMB int64
 	// Logger receives the agent's logs; nil discards them.
 	Logger *zap.Logger
 	// SupervisorCommand is the command line that starts a task supervisor

@@ -855,9 +855,15 @@ func (ar *allocRunner) snapshot() (*structs.Allocation, allocMutableState) {
 		health = nil
 	}
 	switch {
-	case status == structs.AllocClientStatusFailed && ar.alloc.DeploymentID != "" && (health == nil || health.Healthy):
-		// A failed alloc is unhealthy in its deployment, whatever the
-		// health watcher decided before.
+	case status == structs.AllocClientStatusFailed && ar.alloc.DeploymentID != "" && health == nil:
+		// A failed alloc the health watcher has not judged is unhealthy
+		// in its deployment. A verdict already given stands, as in
+		// Nomad: the deployment has counted it, and the server
+		// reschedules an alloc that failed after it was healthy, while
+		// one reported unhealthy in a running deployment is left to the
+		// deployment's health logic, which counted it healthy already
+		// and would leave it failed for good (found by the
+		// process-level chaos suite, seed 12).
 		ds = deploymentStatus(ar.alloc, false, ar.terminalAt)
 	case health != nil:
 		ds = deploymentStatus(ar.alloc, health.Healthy, health.At)

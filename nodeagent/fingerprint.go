@@ -252,9 +252,14 @@ func fingerprint(cfg *Config, p hostPaths, drivers map[string]*structs.DriverInf
 		}
 	}
 
+	memMB := int64(mem / (1 << 20))
+	if cfg.MemoryTotalMB > 0 {
+		memMB = cfg.MemoryTotalMB
+		attrs["memory.totalbytes"] = strconv.FormatInt(memMB<<20, 10)
+	}
 	res := &structs.NodeResources{
 		Cpu:    structs.NodeCpuResources{CpuShares: cpu.totalMHz, TotalCpuCores: uint16(min(cpu.cores, math.MaxUint16))},
-		Memory: structs.NodeMemoryResources{MemoryMB: int64(mem / (1 << 20))},
+		Memory: structs.NodeMemoryResources{MemoryMB: memMB},
 		Disk:   structs.NodeDiskResources{DiskMB: int64(free / (1 << 20))},
 	}
 	return attrs, res, nil

@@ -168,4 +168,11 @@ func TestFingerprintCPUFrequencySources(t *testing.T) {
 	if n := a.Node(); n.NodeResources.Cpu.CpuShares != 12345 || n.Attributes["cpu.totalcompute"] != "12345" {
 		t.Errorf("override not applied: %d", n.NodeResources.Cpu.CpuShares)
 	}
+	a.cfg.MemoryTotalMB = 1024
+	if err := a.refreshNode(); err != nil {
+		t.Fatal(err)
+	}
+	if n := a.Node(); n.NodeResources.Memory.MemoryMB != 1024 || n.Attributes["memory.totalbytes"] != strconv.Itoa(1024<<20) {
+		t.Errorf("memory override not applied: %d MiB, %s bytes", n.NodeResources.Memory.MemoryMB, n.Attributes["memory.totalbytes"])
+	}
 }

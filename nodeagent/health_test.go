@@ -132,6 +132,31 @@ func TestHealthUnhealthyOnFailure(t *testing.T) {
 	waitFor(t, 5*time.Second, "no process left", func() bool { return len(procsReferencing(dir)) == 0 })
 }
 
+// TestHealthKeptWhenFailingAfterHealthy: an alloc judged healthy that
+// fails afterwards is reported failed and still healthy (the verdict
+// stands, as in Nomad), not unhealthy: its deployment has counted it,
+// and only a healthy failed alloc is rescheduled while the deployment
+// runs.
+func TestHealthKeptWhenFailingAfterHealthy(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	guardProcesses(t, dir)
+	cp := newFakeCP()
+	startAgent(t, cp, testConfig(t, dir))
+
+	alloc := deployedAlloc(100*time.Millisecond, time.Hour, shTask("late", "sleep 1; exit 3"))
+	alloc.Job.TaskGroups[0].RestartPolicy = &structs.RestartPolicy{Attempts: 0, Interval: time.Hour, Delay: time.Second, Mode: structs.RestartPolicyModeFail}
+	cp.addAlloc(alloc)
+	cp.waitReport(t, alloc.ID, "healthy while it runs", func(a *structs.Allocation) bool {
+		return a.ClientStatus == structs.AllocClientStatusRunning && health(a) == "healthy"
+	})
+	rep := cp.waitReport(t, alloc.ID, "failed", func(a *structs.Allocation) bool { return a.ClientStatus == structs.AllocClientStatusFailed })
+	if health(rep) != "healthy" || rep.DeploymentID != "d1" {
+		t.Errorf("failed after it was healthy: reported %s in deployment %q, want healthy in d1", health(rep), rep.DeploymentID)
+	}
+	waitFor(t, 5*time.Second, "no process left", func() bool { return len(procsReferencing(dir)) == 0 })
+}
+
 // TestHealthUnhealthyAtDeadline: tasks that run but not long enough before
 // healthy_deadline make the alloc unhealthy at the deadline; a verdict
 // survives an agent restart and is not decided again.

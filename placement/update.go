@@ -123,7 +123,10 @@ func inPlace(existing *structs.Allocation, newJob *structs.Job) (reconcile.Updat
 // UpdateType for the list).
 func destructiveChange(oldJob *structs.Job, oldTG *structs.TaskGroup, newJob *structs.Job, newTG *structs.TaskGroup) bool {
 	switch {
-	case len(oldTG.Tasks) != len(newTG.Tasks),
+	case oldJob.Type != newJob.Type,
+		// (A job registered under the ID of a purged job of another type:
+		// an alloc placed by the other scheduler is not the new job's.)
+		len(oldTG.Tasks) != len(newTG.Tasks),
 		!ephemeralDiskEqual(oldTG.EphemeralDisk, newTG.EphemeralDisk),
 		!structs.NetworksEqual(oldTG.Networks, newTG.Networks),
 		rendersTemplates(oldTG.RestartPolicy) != rendersTemplates(newTG.RestartPolicy),

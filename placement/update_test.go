@@ -58,6 +58,11 @@ func TestUpdateType(t *testing.T) {
 	}{
 		{name: "same version", change: func(j *structs.Job) { j.Version = 1; j.TaskGroups[0].Tasks[0].Driver = "exec" }, want: ignore},
 		{name: "nothing changed but version", want: inplace},
+		// A job registered under the ID of a purged job of another type
+		// (found by the chaos suite: seed 1657 with system jobs, a purged
+		// system job's allocs, one g[0] per node, were updated in place
+		// into the service job and kept their one name).
+		{name: "job type", change: func(j *structs.Job) { j.Type = structs.JobTypeSystem }, want: destructive},
 		{name: "count", change: func(j *structs.Job) { j.TaskGroups[0].Count = 9 }, want: inplace},
 		{name: "update strategy", change: func(j *structs.Job) { j.TaskGroups[0].Update.MaxParallel = 4 }, want: inplace},
 		{name: "migrate strategy", change: func(j *structs.Job) { j.TaskGroups[0].Migrate.MaxParallel = 4 }, want: inplace},

@@ -234,6 +234,29 @@ func TestCorrectionsOfNomad16(t *testing.T) {
 					t.Errorf("canary counter %d", c)
 				}
 			}},
+
+		// 6. A canary stopped as lost no longer counts as live (found by
+		// the chaos suite: seed 475 with the canaries feature; its node
+		// went down, the stop's replacement canary found no room, and
+		// the evaluations after counted the stopped canary, so the
+		// deployment could never be promoted).
+		{name: "6: lost canary stopped earlier: a canary is placed",
+			world: func() *world {
+				w := newWorld(group("web", 3, rolling(1, 2)))
+				dep := w.deployment("d1", structs.DeploymentStatusRunning, "web")
+				dep.TaskGroups["web"].DesiredCanaries = 2
+				dep.TaskGroups["web"].PlacedCanaries = []string{"C0", "C1"}
+				w.run("o", "web", 3, ver(0))
+				w.alloc("C0", "web", 0, onNode("n2"), lostStatus, stopped, inDeployment("d1", healthy, true))
+				w.alloc("C1", "web", 1, onNode("n2"), inDeployment("d1", healthy, true))
+				return w
+			},
+			want: outcome{place: l("web[0]/c")},
+			more: func(t *testing.T, res *Result) {
+				if c := res.DesiredTGUpdates["web"].Canary; c != 1 {
+					t.Errorf("canary counter %d", c)
+				}
+			}},
 	})
 }
 
@@ -258,4 +281,56 @@ func TestCorrectionsDuplicateNamesResolved(t *testing.T) {
 	a.alloc("K", "web", 0, inDeployment("d1", healthy, true))
 	a.run("o", "web", 3, ver(0))
 	distinctLiveNames(a, "web", 4)(t, Reconcile(a.input()))
+}
+
+// TestPromotedCanaryStoppedAsSurplusFreesItsName: after promotion, a group
+// at its count with both canaries and an old failed alloc awaiting its
+// delayed reschedule counts one alloc too many; the old alloc is already
+// terminal, so a canary is stopped as the surplus (as Nomad 1.6 does) and
+// the old alloc is replaced by a destructive update. The replacement must
+// not keep the name the other canary keeps: the stopped canary's name is
+// free (found by the chaos suite: seed 79 with canaries left two live
+// allocs named web[0] after the deployment succeeded).
+func TestPromotedCanaryStoppedAsSurplusFreesItsName(t *testing.T) {
+	w := newWorld(group("web", 2, rolling(1, 2), resched(0, 0, time.Hour, "constant", 0, true)))
+	w.job.Version = 1
+	dep := w.deployment("d1", structs.DeploymentStatusRunning, "web")
+	dep.TaskGroups["web"].DesiredCanaries = 2
+	dep.TaskGroups["web"].Promoted = true
+	dep.TaskGroups["web"].PlacedCanaries = []string{"C0", "C1"}
+	w.alloc("o0", "web", 0, ver(0), failedAt(time.Minute))
+	w.alloc("C0", "web", 0, inDeployment("d1", healthy, true))
+	w.alloc("C1", "web", 1, inDeployment("d1", healthy, true))
+	res := Reconcile(w.input())
+	distinctLiveNames(w, "web", 2)(t, res)
+}
+
+// TestCanaryTakesNoNameAnotherAllocKeeps: a canary takes the name of an
+// alloc it is to replace, unless another alloc that stays keeps that name
+// too (here P, an earlier deployment's promoted canary, updated in place
+// while the old O0 of the same name needs a destructive update): the
+// canary then takes a free name, or once promoted it would share web[0]
+// with P for good, with web[2] never placed (found by the chaos suite:
+// seeds 238 and 356 with canaries ended with two live allocs named web[0]
+// after the deployment succeeded).
+func TestCanaryTakesNoNameAnotherAllocKeeps(t *testing.T) {
+	w := newWorld(group("web", 3, rolling(1, 1)))
+	w.job.Version = 2
+	old := w.deployment("d1", structs.DeploymentStatusCancelled, "web")
+	old.JobVersion = 1
+	old.TaskGroups["web"].DesiredCanaries, old.TaskGroups["web"].Promoted = 1, true
+	old.TaskGroups["web"].PlacedCanaries = []string{"P"}
+	w.alloc("P", "web", 0, ver(1), inDeployment("d1", healthy, true), kind(UpdateInPlace))
+	w.alloc("O0", "web", 0, ver(0), kind(UpdateDestructive))
+	w.alloc("O1", "web", 1, ver(2))
+	res := Reconcile(w.input())
+	var canaries []string
+	for _, p := range res.Place {
+		if p.Canary {
+			canaries = append(canaries, p.Name)
+		}
+	}
+	if want := structs.AllocName(w.jobID, "web", 2); len(canaries) != 1 || canaries[0] != want {
+		t.Fatalf("want one canary named %s, got %v", want, canaries)
+	}
 }

@@ -13,6 +13,9 @@ func (g *groupRun) stopSurplus() {
 	stop := g.stopUnneeded()
 	g.desired.Stop += uint64(stop.len())
 	g.untainted = g.untainted.minus(stop)
+	// A promoted canary stopped as surplus keeps no name: a replacement
+	// may take it (renameDuplicates).
+	g.canaries = g.canaries.minus(stop)
 }
 
 // stopUnneeded returns the allocs to stop so that the group does not run
@@ -179,7 +182,20 @@ func (g *groupRun) placeCanaries() {
 			existing[ai.index] = true
 		}
 	}
-	destructive := slices.Compact(g.indexes(g.destructive))
+	// The name of a destructive alloc that another alloc keeps (one that
+	// stays, such as an earlier deployment's promoted canary updated in
+	// place) is not offered to a canary: once promoted, the canary would
+	// share it with that alloc for good.
+	kept := map[uint]bool{}
+	for p := range g.untainted.minus(g.destructive, g.canaries).ascending() {
+		ai := g.allocs[p]
+		a := ai.alloc
+		current := r.deployment != nil && a.DeploymentID == r.deployment.ID && a.DeploymentStatus.IsCanary()
+		if ai.generated && !a.TerminalStatus() && !current {
+			kept[ai.index] = true
+		}
+	}
+	destructive := slices.DeleteFunc(slices.Compact(g.indexes(g.destructive)), func(i uint) bool { return kept[i] })
 	indexes := g.names.nextCanaries(uint(g.desired.Canary), existing, destructive)
 	names := newAllocNames(r.jobID, g.name, indexes)
 	slab := make([]Placement, len(indexes))

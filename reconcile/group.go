@@ -78,6 +78,7 @@ func (g *groupRun) reconcile() bool {
 	g.classifyReschedulable()
 	g.resolveReconnects()
 	g.classifyDisconnecting()
+	g.countDoneBatchNamesOnce()
 
 	// What must wait: follow-up evals for delayed stops and reschedules.
 	g.delayLostStops()
@@ -250,9 +251,12 @@ func (g *groupRun) ignoreOldTerminalBatchAllocs() {
 // draining or lost nodes are stopped (not counted: canaries come and go
 // during a deployment) and the rest are g.canaries. A canary that is
 // already terminal and was asked to migrate has been moved away (its
-// replacement is a canary of its own): it is set aside, neither stopped
-// again nor counted. (Nomad 1.6 counts it as a live canary, so a drained
-// canary is never replaced and the deployment can never be promoted.)
+// replacement is a canary of its own), and one already stopped as lost
+// is gone: either is set aside, neither stopped again nor counted, so the
+// missing canary is placed. (Nomad 1.6 counts them as live canaries, so a
+// drained canary, or a lost one whose replacement found no room when it
+// was stopped, is never replaced and the deployment can never be
+// promoted.)
 func (g *groupRun) stopUnneededCanaries() {
 	r := g.r
 	var ids []string
@@ -283,7 +287,7 @@ func (g *groupRun) stopUnneededCanaries() {
 	current := g.withIDs(g.all, ids)
 	moved := g.newSet()
 	for p := range current.ascending() {
-		if a := g.allocs[p].alloc; a.TerminalStatus() && a.DesiredTransition.ShouldMigrate() {
+		if a := g.allocs[p].alloc; a.TerminalStatus() && (a.DesiredTransition.ShouldMigrate() || a.ClientStatus == structs.AllocClientStatusLost) {
 			moved.add(p)
 		}
 	}
@@ -308,6 +312,34 @@ func (g *groupRun) classifyByNode() {
 // that are to be replaced now, and notes those to be replaced later.
 func (g *groupRun) classifyReschedulable() {
 	g.untainted, g.rescheduleNow, g.rescheduleLater = g.splitByReschedule(g.untainted, false)
+}
+
+// countDoneBatchNamesOnce sets aside, in a batch group, the allocs the
+// server stopped that ran successfully (kept so that their work is not
+// run again) whose name a wanted alloc of the group also holds: a batch
+// alloc marked lost and replaced, whose node came back and reported it
+// complete. Its work counts once, with its replacement; counted twice,
+// another name of the group is never placed. (Nomad 1.6 counts both; found
+// by the process-level chaos suite.)
+func (g *groupRun) countDoneBatchNamesOnce() {
+	if !g.r.in.Batch {
+		return
+	}
+	held := map[uint]bool{}
+	for p := range g.untainted.plus(g.migrate, g.rescheduleNow).ascending() {
+		if ai := g.allocs[p]; ai.generated && ai.alloc.DesiredStatus == structs.AllocDesiredStatusRun {
+			held[ai.index] = true
+		}
+	}
+	var n uint64
+	for p := range g.untainted.ascending() {
+		ai := g.allocs[p]
+		if ai.generated && held[ai.index] && ai.alloc.DesiredStatus != structs.AllocDesiredStatusRun && ranSuccessfully(ai.alloc) {
+			g.untainted.remove(p)
+			n++
+		}
+	}
+	g.desired.Ignore += n
 }
 
 // resolveReconnects handles allocs whose node came back: failed ones and

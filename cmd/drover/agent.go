@@ -99,6 +99,11 @@ Agent Options:
   -gc-max-allocs=<n>
     Allocations a client keeps before destroying terminal ones. Default = 50
 
+  -cpu-total-compute=<mhz>, -memory-total-mb=<mib>
+    The CPU (MHz over all cores) and memory a client's node offers, instead
+    of what fingerprinting finds (Nomad's cpu_total_compute and
+    memory_total_mb). Default: the fingerprinted values
+
   -heartbeat-ttl=<duration>
     Heartbeat TTL servers hand to nodes. Default = 10s
 
@@ -167,6 +172,8 @@ func (c *AgentCommand) Run(args []string) int {
 	var hostVolumes multiFlag
 	fs.Var(&hostVolumes, "host-volume", "a host volume the node offers, name=path or name=path:ro (repeatable)")
 	gcMaxAllocs := fs.Int("gc-max-allocs", 50, "allocs a client keeps before destroying terminal ones (Nomad's gc_max_allocs)")
+	cpuTotal := fs.Int64("cpu-total-compute", 0, "CPU (MHz over all cores) a client's node offers (default: fingerprinted)")
+	memTotal := fs.Int64("memory-total-mb", 0, "memory (MiB) a client's node offers (default: fingerprinted)")
 	heartbeatTTL := fs.Duration("heartbeat-ttl", 0, "heartbeat TTL servers hand to nodes (default 10s); a node silent for TTL+grace is down")
 	workers := fs.Int("workers", 0, "number of evaluation workers (servers; default four per CPU core)")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn or error")
@@ -209,6 +216,9 @@ func (c *AgentCommand) Run(args []string) int {
 		return 1
 	case *gcMaxAllocs < 1:
 		fmt.Fprintln(stderr, "drover agent: -gc-max-allocs must be at least 1")
+		return 1
+	case *cpuTotal < 0 || *memTotal < 0:
+		fmt.Fprintln(stderr, "drover agent: -cpu-total-compute and -memory-total-mb must not be negative")
 		return 1
 	case *heartbeatTTL < 0:
 		fmt.Fprintln(stderr, "drover agent: -heartbeat-ttl must not be negative")
@@ -294,7 +304,8 @@ func (c *AgentCommand) Run(args []string) int {
 	a, err := agent.New(agent.Config{HostVolumes: vols, DataDir: dir, HTTPAddr: *httpAddr, AdvertiseHTTP: *advertiseHTTP, Dev: *dev, Server: *server, Client: *client,
 		ControlPlane: awsCP, NodeID: nodeID, Servers: serverList, Workers: *workers, NodeName: *nodeName, NodePool: *nodePool, NodeClass: *nodeClass,
 		Datacenter: *datacenter, EnableRawExec: *rawExec,
-		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, DockerInfraImage: *dockerInfraImage, GCMaxAllocs: *gcMaxAllocs, HeartbeatTTL: *heartbeatTTL, Logger: log,
+		DockerAllowPrivileged: *dockerPrivileged, DockerVolumesEnabled: *dockerVolumes, DockerInfraImage: *dockerInfraImage, GCMaxAllocs: *gcMaxAllocs,
+		CPUTotalCompute: *cpuTotal, MemoryTotalMB: *memTotal, HeartbeatTTL: *heartbeatTTL, Logger: log,
 		NetworkInterface: *netIface, NetworkAddress: *netAddr, MinDynamicPort: *minPort, MaxDynamicPort: *maxPort, ReservedPorts: *reservedPorts,
 		ACLEnabled: *aclEnabled, TLS: tlsCfg})
 	if err != nil {

@@ -70,6 +70,10 @@ type entry struct {
 	deliveries int
 	lastErr    string
 	readyAt    time.Time // when a delayed entry becomes deliverable
+	// requeue is the eval enqueued again while this entry was in flight
+	// (a blocked eval unblocked between its commit and its ack): it is
+	// delivered again once the entry is acknowledged.
+	requeue    *structs.Evaluation
 	deadline   *time.Timer
 	heapIndex  int
 	delayIndex int
@@ -124,9 +128,13 @@ func (b *Broker) Close() {
 	b.signalLocked()
 }
 
-// Enqueue adds evaluations. An eval the broker already holds (queued,
-// delayed or in flight) is not added twice. An eval whose WaitUntil is in
-// the future waits for it. Terminal evals are ignored.
+// Enqueue adds evaluations. An eval the broker already holds queued or
+// delayed is not added twice; one in flight is delivered again after its
+// acknowledgement (what its worker read may be older than what it is sent
+// again for: a blocked eval unblocked between its commit and its ack, by
+// its own plan or another's, would be pending in the state store and held
+// by no one). An eval whose WaitUntil is in the future waits for it.
+// Terminal evals are ignored.
 func (b *Broker) Enqueue(_ context.Context, evals ...*structs.Evaluation) error {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -138,18 +146,26 @@ func (b *Broker) Enqueue(_ context.Context, evals ...*structs.Evaluation) error 
 			continue
 		}
 		if _, ok := b.known[ev.ID]; ok {
+			if u, inFlight := b.unacked[ev.ID]; inFlight {
+				u.requeue = ev.Copy()
+			}
 			continue
 		}
-		e := &entry{eval: ev.Copy(), heapIndex: -1, delayIndex: -1}
-		b.known[ev.ID] = e
-		if ev.WaitUntil.After(b.cfg.Now()) {
-			e.readyAt = ev.WaitUntil
-			b.delayLocked(e)
-			continue
-		}
-		b.readyLocked(e)
+		b.addLocked(ev.Copy())
 	}
 	return nil
+}
+
+// addLocked makes a new entry of ev, delayed until its WaitUntil or ready.
+func (b *Broker) addLocked(ev *structs.Evaluation) {
+	e := &entry{eval: ev, heapIndex: -1, delayIndex: -1}
+	b.known[ev.ID] = e
+	if ev.WaitUntil.After(b.cfg.Now()) {
+		e.readyAt = ev.WaitUntil
+		b.delayLocked(e)
+		return
+	}
+	b.readyLocked(e)
 }
 
 // readyLocked makes e deliverable, or parks it behind its job's active
@@ -256,6 +272,9 @@ func (b *Broker) Ack(evalID, token string) error {
 	delete(b.unacked, evalID)
 	delete(b.known, evalID)
 	b.releaseJobLocked(e)
+	if e.requeue != nil {
+		b.addLocked(e.requeue)
+	}
 	return nil
 }
 
@@ -276,6 +295,9 @@ func (b *Broker) nack(evalID, token, reason string) error {
 	delete(b.unacked, evalID)
 	e.token = ""
 	e.lastErr = reason
+	// It is delivered again anyway (or given up): a request to send it
+	// again while it was in flight is met by that.
+	e.requeue = nil
 	if e.deliveries >= b.cfg.DeliveryLimit {
 		delete(b.known, evalID)
 		b.releaseJobLocked(e)

@@ -181,7 +181,40 @@ func TestEnqueueIsIdempotentAndSkipsTerminal(t *testing.T) {
 	blocked.Status = structs.EvalStatusBlocked
 	_ = b.Enqueue(context.Background(), ev("a1", "a", 50, 1), ev("a1", "a", 50, 1), done, blocked)
 	e, tok := dequeue(t, b, time.Second)
-	_ = b.Enqueue(context.Background(), ev("a1", "a", 50, 1)) // while in flight
+	_ = b.Ack(e.ID, tok)
+	expectNothing(t, b, 100*time.Millisecond)
+}
+
+// TestEnqueueWhileInFlightDeliversAgainAfterAck: an eval enqueued again
+// while it is in flight (a blocked eval unblocked between its commit and
+// its ack: by its own plan's freed room, or another's) is delivered once
+// more after its ack, not dropped: the state store says pending, and
+// nothing else would ever send it (found by the process-level chaos
+// suite, seed 145: an eval pending at rest, its job without allocs).
+// Sent again several times while in flight, it is delivered once; after
+// a nack, only the nack's redelivery comes.
+func TestEnqueueWhileInFlightDeliversAgainAfterAck(t *testing.T) {
+	b := New(Config{NackDelay: 10 * time.Millisecond})
+	defer b.Close()
+	_ = b.Enqueue(context.Background(), ev("a1", "a", 50, 1))
+	e, tok := dequeue(t, b, time.Second)
+	again := ev("a1", "a", 50, 1)
+	again.StatusDescription = "unblocked"
+	_ = b.Enqueue(context.Background(), again, again)
+	expectNothing(t, b, 50*time.Millisecond) // one eval of a job at a time
+	_ = b.Ack(e.ID, tok)
+	e, tok = dequeue(t, b, time.Second)
+	if e.ID != "a1" || e.StatusDescription != "unblocked" {
+		t.Fatalf("delivered %s (%q), want a1 as sent again", e.ID, e.StatusDescription)
+	}
+	_ = b.Ack(e.ID, tok)
+	expectNothing(t, b, 100*time.Millisecond)
+
+	_ = b.Enqueue(context.Background(), ev("b1", "b", 50, 1))
+	e, tok = dequeue(t, b, time.Second)
+	_ = b.Enqueue(context.Background(), ev("b1", "b", 50, 1))
+	_ = b.Nack(e.ID, tok, "failed")
+	e, tok = dequeue(t, b, time.Second)
 	_ = b.Ack(e.ID, tok)
 	expectNothing(t, b, 100*time.Millisecond)
 }

@@ -177,11 +177,33 @@ func BuildPlan(in *Input) *Result {
 	for _, id := range nodeIDs {
 		v := r.nodes[id]
 		allocs := liveOn[id]
+		// By name; among allocs of one name, the current version's
+		// first, then the newest.
 		sort.Slice(allocs, func(i, j int) bool {
-			return allocs[i].Name < allocs[j].Name || (allocs[i].Name == allocs[j].Name && allocs[i].ID < allocs[j].ID)
+			a, b := allocs[i], allocs[j]
+			if a.Name != b.Name {
+				return a.Name < b.Name
+			}
+			if ca, cb := r.job != nil && sameVersion(a, r.job), r.job != nil && sameVersion(b, r.job); ca != cb {
+				return ca
+			}
+			if a.CreateIndex != b.CreateIndex {
+				return a.CreateIndex > b.CreateIndex
+			}
+			return a.ID < b.ID
 		})
 		have := map[string]bool{}
 		for _, a := range allocs {
+			if have[a.Name] {
+				// A second live alloc of the name on the node (one of an
+				// incarnation purged meanwhile, whose stop was not
+				// evaluated yet): only the first is kept or replaced.
+				r.stop(a, DescNotNeeded, "")
+				if u := r.updates[a.TaskGroup]; u != nil {
+					u.Stop++
+				}
+				continue
+			}
 			have[a.Name] = true
 			r.existing(a, v, required[a.Name])
 		}

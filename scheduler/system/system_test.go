@@ -425,3 +425,30 @@ func TestSysBatchRunsOncePerNode(t *testing.T) {
 		t.Fatalf("new version: placed %v, want the two finished nodes again and n3's running v0 replaced", got)
 	}
 }
+
+// TestDuplicateNameOnANodeIsStopped: a node that runs two live allocs of
+// one name (here an alloc of the job's current version and one of an
+// incarnation purged meanwhile, of another job type, whose stop had not
+// been evaluated yet when the system job was registered under the same
+// ID) keeps one, of the current version, and stops the other; replacing
+// both left two system allocs of one name on the node (found by the chaos
+// suite: seed 502 with system jobs).
+func TestDuplicateNameOnANodeIsStopped(t *testing.T) {
+	w := newWorld(t, sysJob(structs.JobTypeSystem), sysNode("n1"))
+	old := sysJob(structs.JobTypeService)
+	old.CreateIndex, old.Version = 1, 0
+	w.job.Version = 2
+	mk := func(id string, job *structs.Job) *structs.Allocation {
+		return &structs.Allocation{ID: id, Namespace: "default", Name: "agent.g[0]", JobID: "agent", Job: job, JobVersion: job.Version,
+			TaskGroup: "g", NodeID: "n1", DesiredStatus: structs.AllocDesiredStatusRun, ClientStatus: structs.AllocClientStatusRunning,
+			AllocatedResources: structs.AllocatedResourcesFor(job.TaskGroups[0]), CreateIndex: 10}
+	}
+	w.allocs = []*structs.Allocation{mk("a-old", old), mk("b-cur", w.job)}
+	r := w.eval(structs.EvalTriggerJobRegister)
+	if len(r.Plan.Placements) != 0 {
+		t.Fatalf("placed %d allocs, want none (the current version's alloc stays)", len(r.Plan.Placements))
+	}
+	if len(r.Plan.Stops) != 1 || r.Plan.Stops[0].AllocID != "a-old" {
+		t.Fatalf("stops %+v, want a-old's", r.Plan.Stops)
+	}
+}
