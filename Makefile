@@ -40,28 +40,34 @@ lint:
 	else echo "terraform not found: infra/ formatting not checked"; fi
 
 ## chaos: the fault-schedule suite on SEEDS seeds (default 1000) from
-## FIRST (default 1), with its summary table; SEED=N replays one seed
+## FIRST (default 1), with its summary table; SEED=N replays one seed;
+## FEATURES=none|all|canaries,drains,... and STEPS=N shape the schedules
+## (as a finding's replay command names them)
 SEEDS ?= 1000
 FIRST ?= 1
+CHAOSFLAGS = $(if $(FEATURES),-features '$(FEATURES)') $(if $(STEPS),-steps $(STEPS))
+# The many-seed runs filter go test's output: pipefail keeps its status.
+chaos chaos-aws chaos-proc: SHELL := /bin/bash
 chaos:
-	@if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/ -seed $(SEED); \
-	else $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' ./chaos/ -v -seeds $(SEEDS) -first-seed $(FIRST) | grep -v '^=== RUN'; fi
+	@set -o pipefail; if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/ -seed $(SEED) $(CHAOSFLAGS); \
+	else $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' ./chaos/ -v -seeds $(SEEDS) -first-seed $(FIRST) $(CHAOSFLAGS) | grep -v '^=== RUN'; fi
 
 ## chaos-aws: the same on the AWS home, on kumo (EMULATORS=kumo,moto adds
-## moto's leg: about 8 s a schedule there)
+## moto's leg: about 6 s a schedule there)
 EMULATORS ?= kumo
 chaos-aws:
-	@if [ -n "$(SEED)" ]; then DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/aws/ -seed $(SEED); \
-	else DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -timeout 120m -run '^TestChaos$$' ./chaos/aws/ -v -seeds $(SEEDS) -first-seed $(FIRST) | grep -v '^=== RUN'; fi
+	@set -o pipefail; if [ -n "$(SEED)" ]; then DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/aws/ -seed $(SEED) $(CHAOSFLAGS); \
+	else DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -timeout 120m -run '^TestChaos$$' ./chaos/aws/ -v -seeds $(SEEDS) -first-seed $(FIRST) $(CHAOSFLAGS) | grep -v '^=== RUN'; fi
 
 ## chaos-proc: the process-level leg of the embedded home (real drover
 ## server and clients; kill -9, SIGSTOP past the heartbeat TTL) on SEEDS
 ## seeds from FIRST, PARALLEL schedules at once (default 2), with its
-## summary table; SEED=N replays one (up to 5 times, until it fails)
+## summary table; SEED=N replays one (up to 5 times, until it fails);
+## STEPS=N shapes the schedules (FEATURES does not apply here)
 PARALLEL ?= 2
 chaos-proc:
-	@if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaosProc$$' ./chaos/proc/ -seed $(SEED) -repeat 5; \
-	else $(GO) test -count=1 -timeout 600m -parallel $(PARALLEL) -run '^TestChaosProc$$' ./chaos/proc/ -v -seeds $(SEEDS) -first-seed $(FIRST) | grep -v '^=== \|^    --- PASS\|^        --- PASS'; fi
+	@set -o pipefail; if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaosProc$$' ./chaos/proc/ -seed $(SEED) -repeat 5 $(CHAOSFLAGS); \
+	else $(GO) test -count=1 -timeout 600m -parallel $(PARALLEL) -run '^TestChaosProc$$' ./chaos/proc/ -v -seeds $(SEEDS) -first-seed $(FIRST) $(CHAOSFLAGS) | grep -v '^=== \|^    --- PASS\|^        --- PASS'; fi
 
 ## dev: start the dev agent in the background and run the example job
 dev: build

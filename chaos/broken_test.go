@@ -28,7 +28,7 @@ func TestBrokenCapacityCheckIsCaught(t *testing.T) {
 	s.Params = chaos.DefaultParams
 	s.Params.FaultRate = 0.3
 	var caught []uint64
-	s.RunSeeds(t, chaos.Seeds(s.CISeeds), func(seed uint64, v []chaos.Violation, _ []chaos.Step) {
+	s.RunSeeds(t, chaos.Seeds(t, s.CISeeds), func(seed uint64, v []chaos.Violation, _ []chaos.Step) {
 		for _, x := range v {
 			if x.Invariant == chaos.InvCapacity {
 				caught = append(caught, seed)

@@ -16,14 +16,89 @@ import (
 // The suite's flags. This package is imported by tests only; both homes'
 // test binaries share these.
 var (
-	flagSeed     = flag.Int64("seed", -1, "chaos: replay this one seed (with its steps logged)")
-	flagSeeds    = flag.Int("seeds", 0, "chaos: how many seeds to run (0: the home's fixed CI seeds)")
+	flagSeed     = flag.Int64("seed", -1, "chaos: replay this one seed, up to -repeat times until it fails (a failing play logs its steps and the state at rest)")
+	flagSeeds    = flag.Int("seeds", 0, "chaos: how many seeds to run, with the summary table (omitted: the home's fixed CI seeds)")
 	flagFirst    = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
-	flagSteps    = flag.Int("steps", 0, "chaos: the schedules' step bound (0: the default)")
-	flagFeatures = flag.String("features", "", "chaos: the schedules' features: all, none (the first generator's schedules, as earlier findings name their seeds), or a list ("+
-		"canaries); empty: the suite's")
+	flagSteps    = flag.Int("steps", 0, "chaos: the schedules' size: each has Steps/2 to Steps steps (0: the home's default)")
+	flagFeatures = flag.String("features", "", "chaos: the schedules' features: all, none (the first generator's schedules, as earlier findings name their seeds), or a comma-separated list of "+
+		featureList()+"; empty: all")
 	flagRepeat = flag.Int("repeat", 20, "chaos: with -seed, play it up to this many times until it fails (concurrent deliveries make a replay's interleaving vary)")
 )
+
+// featureList names the features -features takes, sorted.
+func featureList() string {
+	names := make([]string, 0, len(featureNames))
+	for _, n := range featureNames {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return strings.Join(names, ", ")
+}
+
+// flagsGiven are the names of the flags given on the command line.
+func flagsGiven() map[string]bool {
+	set := map[string]bool{}
+	flag.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	return set
+}
+
+// CheckFlags returns an error naming the suite's flag whose value cannot
+// be played (a negative seed, -seeds below 1, both -seed and -seeds, a
+// -repeat below 1, negative -steps, an unknown feature), so that a
+// mistyped run fails instead of quietly playing something else.
+func CheckFlags() error {
+	set := flagsGiven()
+	switch {
+	case set["seed"] && *flagSeed < 0:
+		return fmt.Errorf("chaos: -seed %d: a seed is a number ≥ 0", *flagSeed)
+	case set["seeds"] && *flagSeeds < 1:
+		return fmt.Errorf("chaos: -seeds %d: at least 1 (omit -seeds to play the home's fixed CI seeds)", *flagSeeds)
+	case set["seed"] && set["seeds"]:
+		return fmt.Errorf("chaos: -seed replays one seed and -seeds runs many: give one of them")
+	case *flagRepeat < 1:
+		return fmt.Errorf("chaos: -repeat %d: at least 1", *flagRepeat)
+	case *flagSteps < 0:
+		return fmt.Errorf("chaos: -steps %d: at least 1 (0: the home's default)", *flagSteps)
+	}
+	if _, err := ParseFeatures(*flagFeatures); err != nil {
+		return fmt.Errorf("%w (-features takes all, none or a list of %s)", err, featureList())
+	}
+	return nil
+}
+
+// ReplayFlags are the schedule-shaping flags given on the command line
+// (" -features none -steps 10"), for a replay command to play the same
+// schedule; empty when none was given.
+func ReplayFlags() string {
+	set := flagsGiven()
+	var b strings.Builder
+	if set["features"] {
+		fmt.Fprintf(&b, " -features '%s'", *flagFeatures)
+	}
+	if set["steps"] {
+		fmt.Fprintf(&b, " -steps %d", *flagSteps)
+	}
+	return b.String()
+}
+
+// ApplyFlags returns p shaped by -steps and -features (p itself when
+// neither was given); an unknown feature is an error.
+func ApplyFlags(p Params) (Params, error) {
+	if *flagSteps > 0 {
+		p.Steps = *flagSteps
+	}
+	if *flagFeatures != "" {
+		f, err := ParseFeatures(*flagFeatures)
+		if err != nil {
+			return p, err
+		}
+		p.Features = f
+		if p.FeatureRate == 0 {
+			p.FeatureRate = DefaultParams.FeatureRate
+		}
+	}
+	return p, nil
+}
 
 // Suite runs seeds of one home and summarizes them.
 type Suite struct {
@@ -62,6 +137,10 @@ type Summary struct {
 	Faults     map[string]int
 	Work       map[string]int
 	Violations map[string]int
+	// Unchecked are invariants of Invariants a home does not check (its
+	// table shows "not checked" for them rather than a 0 that reads as
+	// passed).
+	Unchecked []string
 	// Extra are a home's invariants beyond Invariants (rows of the
 	// table, zero or not).
 	Extra []string
@@ -70,11 +149,16 @@ type Summary struct {
 	Elapsed time.Duration
 }
 
-// Seeds returns the seeds a run takes: the -seed flag's one, or -seeds
-// from -first-seed, or ci from 1.
-func Seeds(ci int) []uint64 {
+// Seeds returns the seeds a run takes: the -seed flag's one (-repeat
+// times), or -seeds from -first-seed, or ci from 1. Flags that cannot be
+// played (CheckFlags) fail t.
+func Seeds(t testing.TB, ci int) []uint64 {
+	t.Helper()
+	if err := CheckFlags(); err != nil {
+		t.Fatal(err)
+	}
 	if *flagSeed >= 0 {
-		out := make([]uint64, max(*flagRepeat, 1))
+		out := make([]uint64, *flagRepeat)
 		for i := range out {
 			out[i] = uint64(*flagSeed)
 		}
@@ -99,7 +183,7 @@ func Replaying() bool { return *flagSeed >= 0 }
 // replay command, when a schedule breaks an invariant. It returns the
 // summary (also printed when more seeds than the CI ones were asked).
 func (s Suite) Run(t *testing.T) *Summary {
-	sum := s.RunSeeds(t, Seeds(s.CISeeds), func(seed uint64, v []Violation, steps []Step) {
+	sum := s.RunSeeds(t, Seeds(t, s.CISeeds), func(seed uint64, v []Violation, steps []Step) {
 		var open []Violation
 		var broken []Violation
 		for _, x := range v {
@@ -110,14 +194,14 @@ func (s Suite) Run(t *testing.T) *Summary {
 			}
 		}
 		for _, x := range open {
-			t.Logf("%s: seed %d: open finding (%s): %s; replay: %s", s.Name, seed, s.Open[x.Invariant], x, fmt.Sprintf(s.Replay, seed))
+			t.Logf("%s: seed %d: open finding (%s): %s; replay: %s", s.Name, seed, s.Open[x.Invariant], x, s.replay(seed))
 		}
 		v = broken
 		if len(v) == 0 {
 			return
 		}
 		var b strings.Builder
-		fmt.Fprintf(&b, "%s: seed %d broke %d invariant(s); replay: %s\n", s.Name, seed, len(v), fmt.Sprintf(s.Replay, seed))
+		fmt.Fprintf(&b, "%s: seed %d broke %d invariant(s); replay: %s\n", s.Name, seed, len(v), s.replay(seed))
 		for i, x := range v {
 			if i == 10 {
 				fmt.Fprintf(&b, "  ... and %d more\n", len(v)-10)
@@ -140,18 +224,9 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 	if p.Steps == 0 {
 		p = DefaultParams
 	}
-	if *flagSteps > 0 {
-		p.Steps = *flagSteps
-	}
-	if *flagFeatures != "" {
-		f, err := ParseFeatures(*flagFeatures)
-		if err != nil {
-			t.Fatal(err)
-		}
-		p.Features = f
-		if p.FeatureRate == 0 {
-			p.FeatureRate = DefaultParams.FeatureRate
-		}
+	p, err := ApplyFlags(p)
+	if err != nil {
+		t.Fatal(err)
 	}
 	sum := &Summary{Home: s.Name, Faults: map[string]int{}, Work: map[string]int{}, Violations: map[string]int{}}
 	start := time.Now()
@@ -173,7 +248,7 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 		cancel()
 		home.Close()
 		if err != nil {
-			t.Fatalf("%s: seed %d: the harness failed: %v; replay: %s", s.Name, seed, err, fmt.Sprintf(s.Replay, seed))
+			t.Fatalf("%s: seed %d: the harness failed: %v; replay: %s", s.Name, seed, err, s.replay(seed))
 		}
 		sum.Add(seed, st, v)
 		if len(v) > 0 {
@@ -188,6 +263,12 @@ func (s Suite) RunSeeds(t *testing.T, seeds []uint64, failed func(seed uint64, v
 	}
 	sum.Elapsed = time.Since(start)
 	return sum
+}
+
+// replay is the command replaying seed's schedule: the home's, with the
+// schedule-shaping flags this run was given.
+func (s Suite) replay(seed uint64) string {
+	return fmt.Sprintf(s.Replay, seed) + ReplayFlags()
 }
 
 // Add counts one schedule's stats and violations (each invariant once
@@ -226,7 +307,14 @@ func (s *Summary) Add(seed uint64, st *Stats, v []Violation) {
 
 // Print writes the summary table.
 func (s *Summary) Print(w io.Writer) {
-	fmt.Fprintf(w, "chaos %s: %d schedules in %s\n", s.Home, s.Schedules, s.Elapsed.Round(time.Second))
+	switch {
+	case Replaying():
+		fmt.Fprintf(w, "chaos %s: seed %d played %d time(s) in %s\n", s.Home, *flagSeed, s.Schedules, s.Elapsed.Round(time.Second))
+	case s.Schedules == 1:
+		fmt.Fprintf(w, "chaos %s: 1 schedule in %s\n", s.Home, s.Elapsed.Round(time.Second))
+	default:
+		fmt.Fprintf(w, "chaos %s: %d schedules in %s\n", s.Home, s.Schedules, s.Elapsed.Round(time.Second))
+	}
 	row := func(k string, v any) { fmt.Fprintf(w, "  %-34s %v\n", k, v) }
 	row("steps", s.Steps)
 	row("operations (refused/failed)", fmt.Sprintf("%d (%d)", s.Operations, s.OpErrors))
@@ -263,6 +351,10 @@ func (s *Summary) Print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "  %-34s %s\n", "schedules violating", "")
 	for _, inv := range Invariants {
+		if slices.Contains(s.Unchecked, inv) {
+			row("  "+inv, "not checked")
+			continue
+		}
 		row("  "+inv, s.Violations[inv])
 	}
 	rows := slices.Clone(s.Extra)

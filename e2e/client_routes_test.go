@@ -68,11 +68,16 @@ func TestClientRoutesThroughServer(t *testing.T) {
 		t.Fatalf("exec: code %d err %v stdout %q stderr %q", code, err, stdout.String(), stderr.String())
 	}
 
-	// Signal: the task's trap writes to its log.
+	// Signal: the task's trap writes to its log. The script prints
+	// "started" once its trap is set; a signal before that would meet the
+	// shell's default action (or a shell still starting), not the trap.
+	waitFor(t, 20*time.Second, "the task's trap set", func() bool {
+		return strings.Contains(catFile(t, cl.c, alloc, "alloc/logs/server.stdout.0"), "started")
+	})
 	if err := cl.c.Allocations().Signal(alloc, nil, "server", "SIGHUP"); err != nil {
 		t.Fatal(err)
 	}
-	waitFor(t, 10*time.Second, "the task's log shows the signal", func() bool {
+	waitFor(t, 20*time.Second, "the task's log shows the signal", func() bool {
 		return strings.Contains(catFile(t, cl.c, alloc, "alloc/logs/server.stdout.0"), "got-hup")
 	})
 

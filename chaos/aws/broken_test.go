@@ -24,7 +24,7 @@ func TestBrokenCapacityCheckIsCaught(t *testing.T) {
 	awstest.SkipOnMoto(t, "a schedule takes 8–15 s there; kumo's leg shows the catch")
 	s := staleReadSuite(t, brokenSeeds,
 		"DROVER_EMULATORS=kumo go test -tags drover_broken_capacity ./chaos/aws -run TestBrokenCapacityCheckIsCaught -seed %d")
-	seeds := chaos.Seeds(s.CISeeds)
+	seeds := chaos.Seeds(t, s.CISeeds)
 	var caught []uint64
 	var first chaos.Violation
 	s.RunSeeds(t, seeds, func(seed uint64, v []chaos.Violation, _ []chaos.Step) {

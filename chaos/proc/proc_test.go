@@ -14,6 +14,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"flag"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -76,6 +77,11 @@ const (
 
 var extraInvariants = []string{InvProcesses, InvTaskRestarted, InvRest, InvAgentExit}
 
+// uncheckedInvariants are chaos's invariants this leg cannot check:
+// delay-honoured needs the in-process commit observer, and its schedules
+// have no drains or system jobs.
+var uncheckedInvariants = []string{chaos.InvEarly, chaos.InvDrain, chaos.InvSystem}
+
 const (
 	// heartbeatTTL is the servers' TTL: a node silent for twice this is
 	// down.
@@ -88,6 +94,10 @@ const (
 	quietFor    = 4 * time.Second
 	replay      = "go test ./chaos/proc -run TestChaosProc -v -seed %d -repeat 5"
 )
+
+// replayOf is the command replaying seed's schedule, with the
+// schedule-shaping flags this run was given.
+func replayOf(seed uint64) string { return fmt.Sprintf(replay, seed) + chaos.ReplayFlags() }
 
 // params shape the process leg's schedules: fewer steps than the
 // in-process ones (each takes real time), the same tight nodes.
@@ -119,9 +129,16 @@ func TestChaosProc(t *testing.T) {
 	if _, err := lookSleep(); err != nil {
 		t.Skipf("the tasks need coreutils' sleep: %v", err)
 	}
-	seeds := chaos.Seeds(ciSeeds)
+	seeds := chaos.Seeds(t, ciSeeds)
+	shape, err := chaos.ApplyFlags(params)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if shape.Features != 0 {
+		t.Fatalf("-features %s: the process-level leg plays the first generator's schedules only (canaries, drains and system jobs are played in process: go test ./chaos, ./chaos/aws)", flag.Lookup("features").Value)
+	}
 	sum := &chaos.Summary{Home: "embedded, real processes", Faults: map[string]int{}, Violations: map[string]int{},
-		Extra: extraInvariants}
+		Extra: extraInvariants, Unchecked: uncheckedInvariants}
 	var mu sync.Mutex
 	start := time.Now()
 	t.Run("seeds", func(t *testing.T) {
@@ -135,7 +152,7 @@ func TestChaosProc(t *testing.T) {
 				if !chaos.Replaying() {
 					t.Parallel()
 				}
-				st, v, logs := playSeed(t, seed)
+				st, v, logs := playSeed(t, seed, shape)
 				mu.Lock()
 				defer mu.Unlock()
 				sum.Add(seed, st, v)
@@ -144,7 +161,7 @@ func TestChaosProc(t *testing.T) {
 				}
 				failed = true
 				var b strings.Builder
-				fmt.Fprintf(&b, "seed %d broke %d invariant(s); replay: %s; logs: %s\n", seed, len(v), fmt.Sprintf(replay, seed), logs)
+				fmt.Fprintf(&b, "seed %d broke %d invariant(s); replay: %s; logs: %s\n", seed, len(v), replayOf(seed), logs)
 				for _, x := range v {
 					fmt.Fprintf(&b, "  %s\n", x)
 				}
@@ -194,11 +211,11 @@ func (p *player) logf(format string, args ...any) {
 // playSeed plays seed's schedule on a fresh cluster, brings it to rest
 // and checks it; it returns the stats, the violations and where the logs
 // of a failing run were saved. A harness failure fails t.
-func playSeed(t *testing.T, seed uint64) (*chaos.Stats, []chaos.Violation, string) {
+func playSeed(t *testing.T, seed uint64, params chaos.Params) (*chaos.Stats, []chaos.Violation, string) {
 	sched := chaos.Generate(seed, params, faults)
 	cl, err := newCluster(t, sched.Nodes)
 	if err != nil {
-		t.Fatalf("seed %d: the harness failed to start its cluster: %v; replay: %s", seed, err, fmt.Sprintf(replay, seed))
+		t.Fatalf("seed %d: the harness failed to start its cluster: %v; replay: %s", seed, err, replayOf(seed))
 	}
 	p := &player{t: t, cl: cl, seed: seed, st: chaos.Stats{Faults: map[string]int{}}, slots: make(chan struct{}, 4), start: time.Now()}
 	for i := range sched.Jobs {
@@ -212,7 +229,7 @@ func playSeed(t *testing.T, seed uint64) (*chaos.Stats, []chaos.Violation, strin
 	v, err := p.rest()
 	if err != nil {
 		logs := cl.saveLogs(seed, p.runText())
-		t.Fatalf("seed %d: the harness failed at rest: %v; replay: %s; logs: %s", seed, err, fmt.Sprintf(replay, seed), logs)
+		t.Fatalf("seed %d: the harness failed at rest: %v; replay: %s; logs: %s", seed, err, replayOf(seed), logs)
 	}
 	logs := ""
 	if len(v) > 0 {

@@ -145,7 +145,11 @@ func Run(m *testing.M, o Options) int {
 		return m.Run()
 	}
 	defer removeBinary()
-	names := legs()
+	names, err := legs()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "awstest:", err)
+		return 2
+	}
 	for _, name := range names {
 		if name == Moto {
 			// moto starts (and loads its services) while the other legs
@@ -181,18 +185,27 @@ func moreParallel() {
 	}
 }
 
-func legs() []string {
+// legs is DROVER_EMULATORS's list (default kumo and moto). An unknown
+// name or a list naming none is an error, found before any leg runs.
+func legs() ([]string, error) {
 	v := os.Getenv("DROVER_EMULATORS")
 	if v == "" {
-		return []string{Kumo, Moto}
+		return []string{Kumo, Moto}, nil
 	}
 	var out []string
 	for _, s := range strings.Split(v, ",") {
-		if s = strings.TrimSpace(s); s != "" {
-			out = append(out, s)
+		if s = strings.TrimSpace(s); s == "" {
+			continue
 		}
+		if s != Kumo && s != Moto {
+			return nil, fmt.Errorf("unknown emulator %q in DROVER_EMULATORS=%q (want kumo, moto or both, comma-separated)", s, v)
+		}
+		out = append(out, s)
 	}
-	return out
+	if len(out) == 0 {
+		return nil, fmt.Errorf("DROVER_EMULATORS=%q names no emulator (want kumo, moto or both, comma-separated)", v)
+	}
+	return out, nil
 }
 
 func runLeg(m *testing.M, name string, o Options) int {

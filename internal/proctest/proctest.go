@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"regexp"
 	"strconv"
@@ -48,7 +49,110 @@ func MainWithDrover(m *testing.M, bin *string) int {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
+	stop := cleanUpOnInterrupt(dir)
+	defer stop()
 	return m.Run()
+}
+
+// started are the processes Start started and not yet reaped, and the
+// data dirs (-data-dir) it gave any process (kept after the process ends:
+// the tasks of a killed agent outlive it): an interrupted run kills them
+// and the task supervisors under those dirs.
+var started = struct {
+	sync.Mutex
+	procs map[*Proc]bool
+	dirs  map[string]bool
+}{procs: map[*Proc]bool{}, dirs: map[string]bool{}}
+
+// cleanUpOnInterrupt makes an interrupt (Ctrl-C, SIGTERM, SIGHUP) of the
+// test binary, which skips every test's cleanups, kill what Start
+// started and the tasks of their agents, remove the agents' data dirs
+// (and the empty test directories above them) and binDir, and exit 1.
+// The returned func stops watching.
+func cleanUpOnInterrupt(binDir string) (stop func()) {
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP)
+	done := make(chan struct{})
+	go func() {
+		select {
+		case sig := <-sigs:
+			n := KillStarted()
+			_ = os.RemoveAll(binDir)
+			fmt.Fprintf(os.Stderr, "proctest: %v: killed %d process(es) the tests started, with their tasks\n", sig, n)
+			os.Exit(1)
+		case <-done:
+		}
+	}()
+	return func() { signal.Stop(sigs); close(done) }
+}
+
+// KillStarted SIGKILLs every process Start started that has not been
+// reaped, then the task supervisors and tasks under their data dirs, and
+// removes those dirs and the empty directories above them up to the
+// system's temporary directory. It returns how many processes it killed.
+func KillStarted() int {
+	started.Lock()
+	var procs []*Proc
+	for p := range started.procs {
+		procs = append(procs, p)
+	}
+	var dirs []string
+	for dir := range started.dirs {
+		dirs = append(dirs, dir)
+	}
+	started.Unlock()
+	n := 0
+	for _, p := range procs {
+		if !p.Exited() {
+			_ = p.Cmd.Process.Kill()
+			n++
+		}
+	}
+	for _, dir := range dirs {
+		n += len(SupervisorsUnder(dir))
+		KillProcsUnder(dir)
+		_ = os.RemoveAll(dir)
+		if root := testTempRoot(dir); root != "" {
+			// The test's own t.TempDir, which its skipped cleanup
+			// would have removed (scripts, logs beside the data dirs).
+			_ = os.RemoveAll(root)
+			continue
+		}
+		for parent := filepath.Dir(dir); strings.HasPrefix(parent, os.TempDir()+string(filepath.Separator)); parent = filepath.Dir(parent) {
+			if os.Remove(parent) != nil { // not empty: another test's
+				break
+			}
+		}
+	}
+	return n
+}
+
+// testTempRoot is the directory t.TempDir made for the test whose data
+// dir is dir (os.TempDir()/TestName<digits>), or "" when dir lies
+// elsewhere.
+func testTempRoot(dir string) string {
+	rel, err := filepath.Rel(os.TempDir(), dir)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return ""
+	}
+	first, _, _ := strings.Cut(rel, string(filepath.Separator))
+	if !strings.HasPrefix(first, "Test") || first == rel {
+		return ""
+	}
+	return filepath.Join(os.TempDir(), first)
+}
+
+// dataDir is the value of a -data-dir argument, or "".
+func dataDir(args []string) string {
+	for i, a := range args {
+		if a == "-data-dir" && i+1 < len(args) {
+			return args[i+1]
+		}
+		if v, ok := strings.CutPrefix(a, "-data-dir="); ok {
+			return v
+		}
+	}
+	return ""
 }
 
 // SyncBuffer is a bytes.Buffer safe for a process's output and a test's
@@ -88,7 +192,19 @@ func Start(bin string, args ...string) (*Proc, error) {
 	if err := p.Cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	go func() { _ = p.Cmd.Wait(); close(p.Done) }()
+	started.Lock()
+	started.procs[p] = true
+	if dir := dataDir(args); dir != "" {
+		started.dirs[dir] = true
+	}
+	started.Unlock()
+	go func() {
+		_ = p.Cmd.Wait()
+		close(p.Done)
+		started.Lock()
+		delete(started.procs, p)
+		started.Unlock()
+	}()
 	return p, nil
 }
 
