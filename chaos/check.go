@@ -572,7 +572,7 @@ func missing(job *structs.Job, tg *structs.TaskGroup, allocs []*structs.Allocati
 	satisfied := map[string]bool{}
 	for _, a := range allocs {
 		if a.TaskGroup == tg.Name && job.Type == structs.JobTypeBatch && a.DesiredStatus == structs.AllocDesiredStatusStop &&
-			a.ClientStatus == structs.AllocClientStatusComplete && a.JobVersion == job.Version && ranSuccessfully(a) {
+			a.ClientStatus == structs.AllocClientStatusComplete && a.JobVersion == job.Version && a.RanSuccessfully() {
 			// Stopped by the server (a drain's migration, also when its
 			// replacement finds no node) after its tasks ended without
 			// failing: the reconciler counts its work as done, as Nomad's
@@ -692,19 +692,6 @@ func checkSystem(job *structs.Job, allocs []*structs.Allocation, nodes []*storag
 			add(InvSystem, "system job %s runs %d of its %d allocs on ready node %s (no room) and no blocked eval waits", job.ID, len(liveOn)+len(ran), count, n.ID)
 		}
 	}
-}
-
-// ranSuccessfully reports whether every task of a ended without failing.
-func ranSuccessfully(a *structs.Allocation) bool {
-	if len(a.TaskStates) == 0 {
-		return false
-	}
-	for _, ts := range a.TaskStates {
-		if ts == nil || !ts.Successful() {
-			return false
-		}
-	}
-	return true
 }
 
 func lastEvent(a *structs.Allocation) int64 {

@@ -143,20 +143,6 @@ func (ai *allocInfo) rescheduleTime() (time.Time, bool) {
 	return ai.rescheduleTimeAfter(failTime)
 }
 
-// ranSuccessfully reports whether every task of the alloc finished without
-// failing (and there was at least one): a batch alloc that did its work.
-func ranSuccessfully(a *structs.Allocation) bool {
-	if len(a.TaskStates) == 0 {
-		return false
-	}
-	for _, ts := range a.TaskStates {
-		if ts == nil || !ts.Successful() {
-			return false
-		}
-	}
-	return true
-}
-
 // needsToReconnect reports whether the alloc's last client-status
 // transition recorded by the server is "unknown": it was disconnected and
 // has not been seen reconnecting since.

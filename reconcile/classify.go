@@ -203,7 +203,7 @@ func classifyForReschedule(a *structs.Allocation, batch bool) (keep, drop bool) 
 	if batch {
 		switch a.DesiredStatus {
 		case structs.AllocDesiredStatusStop:
-			if ranSuccessfully(a) {
+			if a.RanSuccessfully() {
 				return true, false
 			}
 			return false, true

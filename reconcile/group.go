@@ -334,7 +334,7 @@ func (g *groupRun) countDoneBatchNamesOnce() {
 	var n uint64
 	for p := range g.untainted.ascending() {
 		ai := g.allocs[p]
-		if ai.generated && held[ai.index] && ai.alloc.DesiredStatus != structs.AllocDesiredStatusRun && ranSuccessfully(ai.alloc) {
+		if ai.generated && held[ai.index] && ai.alloc.DesiredStatus != structs.AllocDesiredStatusRun && ai.alloc.RanSuccessfully() {
 			g.untainted.remove(p)
 			n++
 		}

@@ -406,6 +406,21 @@ func (a *Allocation) HoldsResources() bool {
 	return !a.TerminalStatus()
 }
 
+// RanSuccessfully reports whether every task of the alloc finished
+// without failing, and it had at least one task state: a batch alloc
+// that did its work (Nomad's Allocation.RanSuccessfully).
+func (a *Allocation) RanSuccessfully() bool {
+	if len(a.TaskStates) == 0 {
+		return false
+	}
+	for _, ts := range a.TaskStates {
+		if ts == nil || !ts.Successful() {
+			return false
+		}
+	}
+	return true
+}
+
 // Index returns the alloc's name index (the number in "job.group[N]"), or
 // 0 when the name has none.
 func (a *Allocation) Index() uint {

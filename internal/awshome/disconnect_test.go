@@ -5,13 +5,7 @@ import (
 	"testing"
 	"time"
 
-	awssched "github.com/aws/aws-sdk-go-v2/service/scheduler"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
-
 	"github.com/drover-sched/drover/controlplane"
-	"github.com/drover-sched/drover/internal/awshome"
-	"github.com/drover-sched/drover/internal/awstest"
-	ddb "github.com/drover-sched/drover/storage/dynamodb"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -23,22 +17,7 @@ import (
 // was replaced, contrary to the README.
 func TestDisconnectedNodeAllocsUnknown(t *testing.T) {
 	ctx := context.Background()
-	cfg := awstest.Config(t)
-	table := awstest.Name("drover-disc")
-	if err := ddb.CreateTable(ctx, ddb.NewClient(cfg), table); err != nil {
-		t.Fatal(err)
-	}
-	url, arn := awstest.FIFOQueue(t, awssqs.NewFromConfig(cfg), awstest.Name("evals"))
-	group := awstest.Name("drover")
-	awstest.ScheduleGroup(t, awssched.NewFromConfig(cfg), group)
-	for k, v := range map[string]string{"DROVER_TABLE": table, "DROVER_QUEUE_URL": url, "DROVER_QUEUE_ARN": arn,
-		"DROVER_SCHEDULE_GROUP": group, "DROVER_LOG_LEVEL": "error"} {
-		t.Setenv(k, v)
-	}
-	h, err := awshome.FromEnv(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := homeOnEmulator(t, "drover-disc", nil)
 	node := &structs.Node{ID: "n1", Name: "n1", Datacenter: "dc1", NodePool: "default",
 		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 1000}, Memory: structs.NodeMemoryResources{MemoryMB: 1000}},
 		Drivers:       map[string]*structs.DriverInfo{"raw_exec": {Detected: true, Healthy: true}}}

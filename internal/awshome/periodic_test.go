@@ -9,14 +9,11 @@ import (
 
 	"github.com/aws/aws-sdk-go-v2/aws"
 	awssched "github.com/aws/aws-sdk-go-v2/service/scheduler"
-	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
 	"github.com/drover-sched/drover/controlplane"
 	"github.com/drover-sched/drover/events/schedule"
 	evsqs "github.com/drover-sched/drover/events/sqs"
-	"github.com/drover-sched/drover/internal/awshome"
 	"github.com/drover-sched/drover/internal/awstest"
-	ddb "github.com/drover-sched/drover/storage/dynamodb"
 	"github.com/drover-sched/drover/structs"
 )
 
@@ -28,24 +25,8 @@ import (
 // launch (at-least-once) launches nothing more and schedules nothing new.
 func TestPeriodicOnAWS(t *testing.T) {
 	ctx := context.Background()
-	cfg := awstest.Config(t)
-	table := awstest.Name("drover-periodic")
-	if err := ddb.CreateTable(ctx, ddb.NewClient(cfg), table); err != nil {
-		t.Fatal(err)
-	}
-	url, arn := awstest.FIFOQueue(t, awssqs.NewFromConfig(cfg), awstest.Name("evals"))
-	group := awstest.Name("drover")
-	sched := awssched.NewFromConfig(cfg)
-	awstest.ScheduleGroup(t, sched, group)
-	for k, v := range map[string]string{"DROVER_TABLE": table, "DROVER_QUEUE_URL": url, "DROVER_QUEUE_ARN": arn,
-		"DROVER_SCHEDULE_GROUP": group, "DROVER_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/drover-scheduler",
-		"DROVER_LOG_LEVEL": "error"} {
-		t.Setenv(k, v)
-	}
-	h, err := awshome.FromEnv(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, group := homeOnEmulator(t, "drover-periodic", map[string]string{"DROVER_SCHEDULER_ROLE_ARN": "arn:aws:iam::123456789012:role/drover-scheduler"})
+	sched := awssched.NewFromConfig(awstest.Config(t))
 	var mu sync.Mutex
 	now := time.Now()
 	clock := func() time.Time { mu.Lock(); defer mu.Unlock(); return now }

@@ -17,6 +17,36 @@ import (
 
 func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
+// homeOnEmulator builds the AWS home from the environment its functions
+// get, on the test's emulator: a new table (prefix names it), FIFO eval
+// queue and schedule group; extra adds or overrides variables. It
+// returns the home and the schedule group's name.
+func homeOnEmulator(t *testing.T, prefix string, extra map[string]string) (*awshome.Home, string) {
+	t.Helper()
+	ctx := context.Background()
+	cfg := awstest.Config(t)
+	table := awstest.Name(prefix)
+	if err := ddb.CreateTable(ctx, ddb.NewClient(cfg), table); err != nil {
+		t.Fatal(err)
+	}
+	url, arn := awstest.FIFOQueue(t, awssqs.NewFromConfig(cfg), awstest.Name("evals"))
+	group := awstest.Name("drover")
+	awstest.ScheduleGroup(t, awssched.NewFromConfig(cfg), group)
+	env := map[string]string{"DROVER_TABLE": table, "DROVER_QUEUE_URL": url, "DROVER_QUEUE_ARN": arn,
+		"DROVER_SCHEDULE_GROUP": group, "DROVER_LOG_LEVEL": "error"}
+	for k, v := range extra {
+		env[k] = v
+	}
+	for k, v := range env {
+		t.Setenv(k, v)
+	}
+	h, err := awshome.FromEnv(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h, group
+}
+
 // TestSweepNodeLiveness: the API hands node agents the AWS heartbeat TTL;
 // the sweeper marks a node whose heartbeat item is older than its TTL plus
 // the grace as Nomad marks a missed heartbeat (not before), a node heard
@@ -24,22 +54,7 @@ func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 // runs the drainer when a node drains.
 func TestSweepNodeLiveness(t *testing.T) {
 	ctx := context.Background()
-	cfg := awstest.Config(t)
-	table := awstest.Name("drover-sweep")
-	if err := ddb.CreateTable(ctx, ddb.NewClient(cfg), table); err != nil {
-		t.Fatal(err)
-	}
-	url, arn := awstest.FIFOQueue(t, awssqs.NewFromConfig(cfg), awstest.Name("evals"))
-	group := awstest.Name("drover")
-	awstest.ScheduleGroup(t, awssched.NewFromConfig(cfg), group)
-	for k, v := range map[string]string{"DROVER_TABLE": table, "DROVER_QUEUE_URL": url, "DROVER_QUEUE_ARN": arn,
-		"DROVER_SCHEDULE_GROUP": group, "DROVER_LOG_LEVEL": "error"} {
-		t.Setenv(k, v)
-	}
-	h, err := awshome.FromEnv(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
+	h, _ := homeOnEmulator(t, "drover-sweep", nil)
 	node := &structs.Node{ID: "n1", Name: "n1", Datacenter: "dc1", NodePool: "default",
 		NodeResources: &structs.NodeResources{Cpu: structs.NodeCpuResources{CpuShares: 1000}, Memory: structs.NodeMemoryResources{MemoryMB: 1000}}}
 	ttl, err := h.Service.RegisterNode(ctx, node)
