@@ -224,18 +224,25 @@ func TestHealthReportsDriveTheDeployment(t *testing.T) {
 	}
 }
 
+// placeStable places job's one alloc on node in a deployment of version
+// 0 and marks the deployment successful: a stable version to revert to.
+func (f *fixture) placeStable(job *structs.Job, node string) {
+	f.t.Helper()
+	dep := deploymentFor(job, 0, structs.DeploymentState{DesiredTotal: 1})
+	f.place(job, dep, node)
+	if _, err := f.store.UpdateDeploymentStatus(f.ctx, &structs.DeploymentStatusUpdate{DeploymentID: dep.ID,
+		Status: structs.DeploymentStatusSuccessful}); err != nil {
+		f.t.Fatal(err)
+	}
+}
+
 // TestAutoRevertOnFailure: a failing deployment with auto_revert
 // registers the latest stable version again.
 func TestAutoRevertOnFailure(t *testing.T) {
 	f := newFixture(t)
 	f.node("n1")
 	v0 := testJob("web", 1)
-	dep0 := deploymentFor(v0, 0, structs.DeploymentState{DesiredTotal: 1})
-	f.place(v0, dep0, "n1")
-	if _, err := f.store.UpdateDeploymentStatus(f.ctx, &structs.DeploymentStatusUpdate{DeploymentID: dep0.ID,
-		Status: structs.DeploymentStatusSuccessful}); err != nil {
-		t.Fatal(err)
-	}
+	f.placeStable(v0, "n1")
 	v1 := testJob("web", 1)
 	v1.TaskGroups[0].Tasks[0].Config = map[string]any{"command": "/bin/false"}
 	dep1 := deploymentFor(v1, 1, structs.DeploymentState{DesiredTotal: 1, AutoRevert: true})
@@ -632,12 +639,7 @@ func TestAutoRevertIgnoresPurgedVersions(t *testing.T) {
 	f := newFixture(t)
 	f.node("n1")
 	v0 := testJob("web", 1)
-	dep0 := deploymentFor(v0, 0, structs.DeploymentState{DesiredTotal: 1})
-	f.place(v0, dep0, "n1")
-	if _, err := f.store.UpdateDeploymentStatus(f.ctx, &structs.DeploymentStatusUpdate{DeploymentID: dep0.ID,
-		Status: structs.DeploymentStatusSuccessful}); err != nil {
-		t.Fatal(err)
-	}
+	f.placeStable(v0, "n1")
 	if _, err := f.svc.DeregisterJob(f.ctx, "default", "web", true); err != nil {
 		t.Fatal(err)
 	}
