@@ -52,7 +52,7 @@ func CheckFlags() error {
 	case set["seed"] && *flagSeed < 0:
 		return fmt.Errorf("chaos: -seed %d: a seed is a number ≥ 0", *flagSeed)
 	case set["seeds"] && *flagSeeds < 1:
-		return fmt.Errorf("chaos: -seeds %d: at least 1 (omit -seeds to play the home's fixed CI seeds)", *flagSeeds)
+		return fmt.Errorf("chaos: -seeds %d: at least 1 (a plain go test without -seeds plays the home's fixed CI seeds)", *flagSeeds)
 	case set["seed"] && set["seeds"]:
 		return fmt.Errorf("chaos: -seed replays one seed and -seeds runs many: give one of them")
 	case *flagRepeat < 1:

@@ -135,7 +135,7 @@ func TestChaosProc(t *testing.T) {
 		t.Fatal(err)
 	}
 	if shape.Features != 0 {
-		t.Fatalf("-features %s: the process-level leg plays the first generator's schedules only (canaries, drains and system jobs are played in process: go test ./chaos, ./chaos/aws)", flag.Lookup("features").Value)
+		t.Fatalf("-features %s: the process-level leg plays the first generator's schedules only (canaries, drains, system jobs and disconnects are played in process: go test ./chaos, ./chaos/aws)", flag.Lookup("features").Value)
 	}
 	sum := &chaos.Summary{Home: "embedded, real processes", Faults: map[string]int{}, Violations: map[string]int{},
 		Extra: extraInvariants, Unchecked: uncheckedInvariants}

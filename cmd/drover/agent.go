@@ -217,8 +217,11 @@ func (c *AgentCommand) Run(args []string) int {
 	case *gcMaxAllocs < 1:
 		fmt.Fprintln(stderr, "drover agent: -gc-max-allocs must be at least 1")
 		return 1
-	case *cpuTotal < 0 || *memTotal < 0:
-		fmt.Fprintln(stderr, "drover agent: -cpu-total-compute and -memory-total-mb must not be negative")
+	case *cpuTotal < 0:
+		fmt.Fprintf(stderr, "drover agent: -cpu-total-compute %d: must not be negative (0: the fingerprinted value)\n", *cpuTotal)
+		return 1
+	case *memTotal < 0:
+		fmt.Fprintf(stderr, "drover agent: -memory-total-mb %d: must not be negative (0: the fingerprinted value)\n", *memTotal)
 		return 1
 	case *heartbeatTTL < 0:
 		fmt.Fprintln(stderr, "drover agent: -heartbeat-ttl must not be negative")

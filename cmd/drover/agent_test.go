@@ -80,3 +80,16 @@ tls {
 		t.Fatalf("the file's acl block did not count: %s", r.stderr)
 	}
 }
+
+// TestAgentRefusesNegativeResources: -cpu-total-compute and
+// -memory-total-mb below 0 are refused, each naming its flag and value.
+func TestAgentRefusesNegativeResources(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	r := runCmd(t, "agent", "-client", "-servers", "127.0.0.1:1", "-data-dir", dir, "-cpu-total-compute", "-5")
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, "-cpu-total-compute -5: must not be negative")
+	r = runCmd(t, "agent", "-client", "-servers", "127.0.0.1:1", "-data-dir", dir, "-memory-total-mb", "-1")
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, "-memory-total-mb -1: must not be negative")
+}
