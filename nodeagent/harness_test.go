@@ -147,12 +147,15 @@ func (f *fakeCP) counts() (registers, heartbeats, indexCalls, fetchCalls int) {
 	return f.registers, f.heartbeats, f.indexCalls, f.fetchCalls
 }
 
+// addAlloc stores a copy of a (with a's AllocModifyIndex set to the new
+// index): UpdateAllocs writes the stored alloc's client status under f.mu,
+// and a test goes on reading its own a without holding it.
 func (f *fakeCP) addAlloc(a *structs.Allocation) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.index++
 	a.AllocModifyIndex = f.index
-	f.allocs[a.ID] = a
+	f.allocs[a.ID] = a.Copy()
 }
 
 func (f *fakeCP) stopAlloc(id string) {

@@ -198,7 +198,12 @@ func TestServiceWatchPacedPolls(t *testing.T) {
 	l := newServiceLookup(zaptest.NewLogger(t), reg, func() string { return "n1" }, 50*time.Millisecond)
 	ch, cancel := l.Subscribe()
 	defer cancel()
-	waitFor(t, 10*time.Second, "the first index read", func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return reg.reads > 0 })
+	// The second read comes after the first one's wake: drain both.
+	waitFor(t, 10*time.Second, "the second index read", func() bool { reg.mu.Lock(); defer reg.mu.Unlock(); return reg.reads > 1 })
+	select {
+	case <-ch:
+	default:
+	}
 	if err := reg.UpsertServiceRegistrations(context.Background(), "n1", []*structs.ServiceRegistration{{ID: "x", ServiceName: "s", Namespace: "default", NodeID: "n1"}}); err != nil {
 		t.Fatal(err)
 	}
@@ -211,6 +216,47 @@ func TestServiceWatchPacedPolls(t *testing.T) {
 	defer reg.mu.Unlock()
 	if reg.blocking != 0 {
 		t.Fatalf("%d blocking reads, want none when paced", reg.blocking)
+	}
+}
+
+// gatedRegistry holds the first index read until gate closes.
+type gatedRegistry struct {
+	*registryCP
+	gate chan struct{}
+	once sync.Once
+}
+
+func (g *gatedRegistry) ServiceRegistrations(ctx context.Context, nodeID, ns, name string, minIndex uint64, wait time.Duration) ([]*structs.ServiceRegistration, uint64, error) {
+	if name == IndexOnly {
+		g.once.Do(func() { <-g.gate })
+	}
+	return g.registryCP.ServiceRegistrations(ctx, nodeID, ns, name, minIndex, wait)
+}
+
+// TestServiceSubscriberSeesEarlierChanges: a template renders before it
+// subscribes, and the watch's first index read may come after a change;
+// neither gap loses the change: a new subscriber is woken at once, and
+// again by the watch's first read.
+func TestServiceSubscriberSeesEarlierChanges(t *testing.T) {
+	t.Parallel()
+	reg := &gatedRegistry{registryCP: newRegistryCP(), gate: make(chan struct{})}
+	l := newServiceLookup(zaptest.NewLogger(t), reg, func() string { return "n1" }, 0)
+	ch, cancel := l.Subscribe()
+	defer cancel()
+	select {
+	case <-ch:
+	default:
+		t.Fatal("a new subscriber was not woken at once")
+	}
+	// The change lands while the watch's first read is held back.
+	if err := reg.UpsertServiceRegistrations(context.Background(), "n1", []*structs.ServiceRegistration{{ID: "x", ServiceName: "s", Namespace: "default", NodeID: "n1"}}); err != nil {
+		t.Fatal(err)
+	}
+	close(reg.gate)
+	select {
+	case <-ch:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no wake from the watch's first read")
 	}
 }
 
@@ -228,7 +274,7 @@ func TestServicesFollowInPlaceUpdate(t *testing.T) {
 	task.Services = []*structs.Service{{Name: "a", TaskName: "server", Tags: []string{"v1"}, Provider: structs.ServiceProviderNomad}}
 	job := testJob(structs.JobTypeService, task)
 	alloc := testAlloc(job)
-	base := alloc.Copy() // the fake control plane changes alloc
+	base := alloc.Copy()
 	cp.addAlloc(alloc)
 	aID := structs.ServiceRegistrationID(alloc.ID, "server", "a", "")
 	bID := structs.ServiceRegistrationID(alloc.ID, "server", "b", "")

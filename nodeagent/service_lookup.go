@@ -117,11 +117,14 @@ func (l *serviceLookup) Services(namespace string) ([]*tasktemplate.ServiceSumma
 	return out, nil
 }
 
-// Subscribe implements ServiceSubscriber.
+// Subscribe implements ServiceSubscriber. The channel receives once at
+// once: a subscriber rendered before it subscribed, and the registry may
+// have changed in between.
 func (l *serviceLookup) Subscribe() (<-chan struct{}, func()) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	ch := make(chan struct{}, 1)
+	ch <- struct{}{}
 	id := l.next
 	l.next++
 	l.subs[id] = ch
@@ -142,7 +145,8 @@ func (l *serviceLookup) Subscribe() (<-chan struct{}, func()) {
 }
 
 // watch blocks on the registry's index and wakes the subscribers each
-// time it moves, until ctx ends.
+// time it moves, until ctx ends. Its first read wakes them too: what they
+// rendered may be older than the index it starts from.
 func (l *serviceLookup) watch(ctx context.Context) {
 	var index uint64
 	for ctx.Err() == nil {
@@ -161,7 +165,7 @@ func (l *serviceLookup) watch(ctx context.Context) {
 			}
 			continue
 		}
-		if index != 0 && idx != index {
+		if index == 0 || idx != index {
 			l.mu.Lock()
 			for _, ch := range l.subs {
 				select {
