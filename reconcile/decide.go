@@ -308,10 +308,13 @@ func (g *groupRun) computePlacements() []*Placement {
 	return place
 }
 
-// replacement describes an alloc that takes over from the one at p.
+// replacement describes an alloc that takes over from the one at p: a
+// canary only when it replaces an unpromoted canary of the current
+// deployment (see replacesCurrentCanary); otherwise, while the deployment
+// waits for promotion, of the version of what it replaces.
 func (g *groupRun) replacement(p int, reschedule, lost bool) Placement {
 	ai := g.allocs[p]
-	canary := ai.alloc.DeploymentStatus.IsCanary()
+	canary := g.replacesCurrentCanary(ai.alloc)
 	return Placement{
 		Name:               ai.alloc.Name,
 		TaskGroup:          g.tg,
@@ -322,6 +325,22 @@ func (g *groupRun) replacement(p int, reschedule, lost bool) Placement {
 		DowngradeNonCanary: g.isCanarying && !canary,
 		MinJobVersion:      ai.version,
 	}
+}
+
+// replacesCurrentCanary reports whether a is an unpromoted canary of the
+// current deployment, whose replacement is then a canary of it too. The
+// canary flag of an alloc alone does not say so: an earlier deployment's
+// canary, promoted and kept, keeps its flag. Its replacement is an
+// ordinary alloc; counted as a canary of the current deployment it would
+// be one more than the deployment wants, under a name another alloc keeps
+// (two live allocs of one name once promoted). A promoted deployment's
+// canaries are ordinary allocs too. (Nomad 1.6 passes the flag on
+// whatever deployment the alloc belongs to; found by the chaos suite,
+// seed 1083: a promoted canary migrated off a drained node.)
+func (g *groupRun) replacesCurrentCanary(a *structs.Allocation) bool {
+	d := g.r.deployment
+	return d != nil && g.existingDeployment && !g.dstate.Promoted &&
+		a.DeploymentID == d.ID && a.DeploymentStatus.IsCanary()
 }
 
 // applyPlacements commits the computed placements. When the deployment
