@@ -127,7 +127,10 @@ func TestOOMKilled(t *testing.T) {
 // CPU shares the MHz; the cgroups go with Destroy.
 func TestCgroupLimits(t *testing.T) {
 	d := newDriver(t)
-	cfg := taskConfig(t, "limited", `sleep 60`)
+	// The shell stays (no exec of a last command): right after it
+	// starts, and while it execs a command, the cgroup holds no resident
+	// memory of the task yet (total_rss 0, seen under load).
+	cfg := taskConfig(t, "limited", `echo started > /local/started; while true; do sleep 1; done`)
 	cfg.Resources = drivers.Resources{CPU: 250, MemoryMB: 32, MemoryMaxMB: 64}
 	start(t, d, cfg)
 	mem, cpu := d.cg.dir("memory", cfg.ID), d.cg.dir("cpu", cfg.ID)
@@ -154,6 +157,10 @@ func TestCgroupLimits(t *testing.T) {
 		}
 	}
 	drivertest.WaitFor(t, 5*time.Second, "the task in its cgroup", func() bool { return len(d.cg.procs(cfg.ID)) > 0 })
+	drivertest.WaitFor(t, 10*time.Second, "the task started", func() bool {
+		_, err := os.Stat(filepath.Join(cfg.LocalDir, "started"))
+		return err == nil
+	})
 	st, err := d.Stats(context.Background(), cfg.ID)
 	if err != nil || st.MemoryRSSBytes == 0 {
 		t.Fatalf("stats %+v %v", st, err)
