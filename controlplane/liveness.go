@@ -48,7 +48,9 @@ func (s *Service) CheckHeartbeats(ctx context.Context, grace time.Duration) (int
 // "disconnected" when one of its allocations belongs to a group with
 // max_client_disconnect (those allocs may come back), else "down"; every
 // job with allocations on it gets a node-update evaluation, so the
-// reconciler marks them lost or unknown and replaces them.
+// reconciler marks them lost or unknown and replaces them. The status
+// write's ReactionsPending mark stays until those evaluations are written
+// (reactToStatus), for RedoNodeReactions should this process die first.
 func (s *Service) NodeMissedHeartbeat(ctx context.Context, nodeID string) error {
 	allocs, err := s.store.AllocsByNode(ctx, nodeID)
 	if err != nil {
@@ -64,7 +66,8 @@ func (s *Service) NodeMissedHeartbeat(ctx context.Context, nodeID string) error 
 			break
 		}
 	}
-	if _, err := s.store.UpdateNodeStatus(ctx, nodeID, status, s.now().Unix()); err != nil {
+	n, err := s.store.UpdateNodeStatus(ctx, nodeID, status, s.now().Unix())
+	if err != nil {
 		return fmt.Errorf("mark node %s %s: %w", nodeID, status, err)
 	}
 	s.log.Warn("node missed its heartbeat", zap.String("node_id", nodeID), zap.String("status", status),
@@ -74,7 +77,7 @@ func (s *Service) NodeMissedHeartbeat(ctx context.Context, nodeID string) error 
 		msg = structs.NodeEventStatusDisconnected
 	}
 	s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemCluster, msg, nil)
-	return s.createNodeEvals(ctx, nodeID, structs.EvalTriggerNodeUpdate)
+	return s.reactToStatus(ctx, n)
 }
 
 // createNodeEvals creates one evaluation per job with allocations on the

@@ -48,6 +48,18 @@ type Node struct {
 	Status                string
 	StatusDescription     string
 	StatusUpdatedAt       int64 // unix seconds, as Nomad
+	// ReactionsPending is the index of the store write that changed the
+	// node's status (or registered it) while the control plane's
+	// reactions to that change have not all run: the evaluations of its
+	// jobs and of the system jobs it may run, and, when it became ready,
+	// the blocked evaluations re-queued. 0 when none are pending. The
+	// store sets it with the status in one write and clears it when told
+	// they ran (storage.Store.NodeReactionsDone), so a control plane that
+	// dies in between (a Lambda invocation, a crashed server) leaves a
+	// durable mark that the next heartbeat or sweep acts on
+	// (controlplane.Service.RedoNodeReactions). Drover's own field, not
+	// Nomad's: API clients that do not know it ignore it.
+	ReactionsPending uint64 `json:",omitempty"`
 	Drivers               map[string]*DriverInfo
 	// HostVolumes are the host volumes the client offers, by name (the
 	// agent's -host-volume flags).
