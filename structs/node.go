@@ -48,6 +48,13 @@ type Node struct {
 	Status                string
 	StatusDescription     string
 	StatusUpdatedAt       int64 // unix seconds, as Nomad
+	Drivers               map[string]*DriverInfo
+	// HostVolumes are the host volumes the client offers, by name (the
+	// agent's -host-volume flags).
+	HostVolumes map[string]*ClientHostVolumeConfig `json:",omitempty"`
+	// Events are the node's last MaxRetainedNodeEvents events, oldest
+	// first (registration, drain, eligibility, status changes).
+	Events []*NodeEvent
 	// ReactionsPending is the index of the store write that changed the
 	// node's status (or registered it) while the control plane's
 	// reactions to that change have not all run: the evaluations of its
@@ -60,15 +67,8 @@ type Node struct {
 	// (controlplane.Service.RedoNodeReactions). Drover's own field, not
 	// Nomad's: API clients that do not know it ignore it.
 	ReactionsPending uint64 `json:",omitempty"`
-	Drivers               map[string]*DriverInfo
-	// HostVolumes are the host volumes the client offers, by name (the
-	// agent's -host-volume flags).
-	HostVolumes map[string]*ClientHostVolumeConfig `json:",omitempty"`
-	// Events are the node's last MaxRetainedNodeEvents events, oldest
-	// first (registration, drain, eligibility, status changes).
-	Events      []*NodeEvent
-	CreateIndex uint64
-	ModifyIndex uint64
+	CreateIndex      uint64
+	ModifyIndex      uint64
 }
 
 // NodeResources is a node's total capacity: CPU in MHz, memory and disk in

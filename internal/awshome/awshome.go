@@ -220,9 +220,9 @@ type SweepResult struct {
 	NodesBack int
 	// NodesRedone counts the nodes whose last status change's reactions
 	// were found pending and done again.
-	NodesRedone int `json:",omitempty"`
-	Collected *storage.GCResult `json:",omitempty"`
-	Errors    []string          `json:",omitempty"`
+	NodesRedone int               `json:",omitempty"`
+	Collected   *storage.GCResult `json:",omitempty"`
+	Errors      []string          `json:",omitempty"`
 }
 
 // Sweep is the AWS home's timers, run every minute by a schedule: evals
