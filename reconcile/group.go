@@ -46,6 +46,7 @@ type groupRun struct {
 	requiresCanaries bool
 	inplace          allocSet
 	destructive      allocSet
+	outdated         allocSet // old-version allocs replaced while canarying
 	place            []*Placement
 }
 
@@ -88,6 +89,7 @@ func (g *groupRun) reconcile() bool {
 	g.names = g.buildNameIndex()
 	g.stopSurplus()
 	g.decideUpdates()
+	g.findOutdatedReplacements()
 	g.setAsideCanaries()
 	g.placeCanaries()
 

@@ -1150,7 +1150,20 @@ func TestRescheduling(t *testing.T) {
 				return w
 			},
 			want: outcome{stop: l("a0"), place: l("web[0]/r<a0")}},
-		{name: "canary replacement keeps the canary flag",
+		{name: "unpromoted canary replacement keeps the canary flag",
+			world: func() *world {
+				w := newWorld(group("web", 1, rolling(1, 1)))
+				d := w.deployment("d1", structs.DeploymentStatusRunning, "web")
+				d.TaskGroups["web"].DesiredCanaries = 1
+				d.TaskGroups["web"].PlacedCanaries = []string{"c0"}
+				w.alloc("o0", "web", 0, ver(0))
+				w.alloc("c0", "web", 0, failed, reschedFlag, inDeployment("d1", unhealthy, true))
+				return w
+			},
+			want: outcome{stop: l("c0"), place: l("web[0]/c/r<c0")}},
+		// After promotion the deployment's canaries are ordinary allocs:
+		// a replacement is not one more canary (Nomad 1.6 keeps the flag).
+		{name: "promoted canary replacement is no canary",
 			world: func() *world {
 				w := newWorld(group("web", 1, rolling(1, 1)))
 				d := w.deployment("d1", structs.DeploymentStatusRunning, "web")
@@ -1159,7 +1172,7 @@ func TestRescheduling(t *testing.T) {
 				w.alloc("c0", "web", 0, failed, reschedFlag, inDeployment("d1", unhealthy, true))
 				return w
 			},
-			want: outcome{stop: l("c0"), place: l("web[0]/c/r<c0")}},
+			want: outcome{stop: l("c0"), place: l("web[0]/r<c0")}},
 	})
 }
 

@@ -26,6 +26,10 @@ Usage: drover node status [options] [node]
 
 Node Status Options:
 
+  -self
+    Show the node of the agent the command talks to (a client agent's
+    address: -address or NOMAD_ADDR), as Nomad's CLI does.
+
   -stats
     Show the host's detailed CPU, memory and disk use (from the node's
     /v1/client/stats).
@@ -39,10 +43,20 @@ func (c *NodeStatusCommand) Run(args []string) int {
 	fs := c.FlagSet("node status", c.Help, flagSetClient)
 	verbose := fs.Bool("verbose", false, "")
 	stats := fs.Bool("stats", false, "")
+	self := fs.Bool("self", false, "")
 	out := addOutputFlags(fs)
 	cl, id, ok := c.listOrShow(fs, args, "[node]")
 	if !ok {
 		return 1
+	}
+	if *self {
+		if id != "" {
+			return c.errorf("", fmt.Errorf("-self takes no node argument (got %q)", id))
+		}
+		var err error
+		if id, err = localNodeID(cl); err != nil {
+			return c.errorf("determining the local node", err)
+		}
 	}
 	v := *verbose
 	if id == "" {
@@ -166,4 +180,18 @@ func printHostStats(w io.Writer, n *api.Node, hs *api.HostStats, detailed bool) 
 			humanSize(int64(d.Used)), humanSize(int64(d.Available)), d.UsedPercent, d.InodesUsedPercent)
 	})
 	fmt.Fprintf(w, "\nUptime = %s\n", time.Duration(hs.Uptime)*time.Second)
+}
+
+// localNodeID returns the node ID of the agent cl talks to, from its
+// /v1/agent/self (stats.client.node_id, as Nomad's CLI reads it). It
+// fails when that agent runs no client.
+func localNodeID(cl *api.Client) (string, error) {
+	self, err := cl.Agent().Self()
+	if err != nil {
+		return "", err
+	}
+	if id := self.Stats["client"]["node_id"]; id != "" {
+		return id, nil
+	}
+	return "", fmt.Errorf("the agent at %s runs no client: -self needs a client agent's address", cl.Address())
 }

@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 )
@@ -41,4 +43,30 @@ func TestNodeStatus(t *testing.T) {
 	r = ta.run(t, "node", "status", "ffffffff")
 	mustCode(t, r, 1)
 	mustContain(t, r.stderr, `Error: no node with prefix or id "ffffffff" found`)
+
+	// -self: the node of the agent asked (Nomad's CLI has it).
+	r = ta.run(t, "node", "status", "-self")
+	mustCode(t, r, 0)
+	mustContain(t, r.stdout, "ID           = "+id, "Allocated Resources")
+	r = ta.run(t, "node", "status", "-self", id[:4])
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, "-self takes no node argument")
+}
+
+// TestNodeStatusSelfOnServerOnlyAgent: -self against an agent without a
+// client says so (the agent here answers /v1/agent/self as a server-only
+// drover agent does: no client node ID).
+func TestNodeStatusSelfOnServerOnlyAgent(t *testing.T) {
+	t.Parallel()
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path != "/v1/agent/self" {
+			http.NotFound(w, r)
+			return
+		}
+		w.Write([]byte(`{"config":{},"member":{},"stats":{"nomad":{"server":"true"}}}`))
+	}))
+	defer srv.Close()
+	r := runCmd(t, "node", "status", "-address", srv.URL, "-self")
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, "Error determining the local node", "runs no client")
 }
