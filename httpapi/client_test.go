@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/hashicorp/nomad/api"
 
@@ -235,14 +236,20 @@ func TestClientRoutesWithNomadsClient(t *testing.T) {
 	if got := read(c.AllocFS().ReadAt(alloc, "hello.txt", 7, 0, nil)); got != "alloc" {
 		t.Errorf("readat without a limit %q", got)
 	}
+	// The fake's stream ends after its frame: the client buffers the
+	// frame, then sends the end (EOF) on errCh and closes frames. A select
+	// on both could take the EOF first; frames gives what it buffered
+	// before it reads as closed.
 	frames, errCh := c.AllocFS().Stream(alloc, "hello.txt", "start", 7, make(chan struct{}), nil)
 	select {
-	case fr := <-frames:
-		if string(fr.Data) != "alloc" || fr.File != "hello.txt" {
+	case fr, ok := <-frames:
+		if !ok {
+			t.Errorf("stream ended without a frame: %v", <-errCh)
+		} else if string(fr.Data) != "alloc" || fr.File != "hello.txt" {
 			t.Errorf("stream frame %+v", fr)
 		}
-	case err := <-errCh:
-		t.Errorf("stream: %v", err)
+	case <-time.After(20 * time.Second):
+		t.Error("no stream frame")
 	}
 
 	// Errors: each route and the status Nomad's clients see.

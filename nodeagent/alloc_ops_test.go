@@ -30,7 +30,11 @@ func runningMockAlloc(t *testing.T, tasks ...*structs.Task) (*testAgent, *fakeCP
 	}
 	alloc := testAlloc(testJob(structs.JobTypeService, tasks...))
 	cp.addAlloc(alloc)
-	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	var names []string
+	for _, task := range tasks {
+		names = append(names, task.Name)
+	}
+	cp.waitReport(t, alloc.ID, "every task running", allRunning(names...))
 	return ta, cp, m, alloc
 }
 

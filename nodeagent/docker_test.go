@@ -94,6 +94,12 @@ func TestDockerReattachAfterAgentRestart(t *testing.T) {
 		}
 	})
 	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	// Its stop signal is caught once it is ready: stopped before, it
+	// would exit 2, not 0 (seen under load).
+	waitFor(t, 20*time.Second, "the task ready", func() bool {
+		b, _ := os.ReadFile(filepath.Join(dir, "alloc", alloc.ID, "alloc", "logs", "web.stdout.0"))
+		return string(b) == "ready\n"
+	})
 	before := containersOf(t, cli, alloc.ID)
 	if len(before) != 1 {
 		t.Fatalf("containers %v", before)

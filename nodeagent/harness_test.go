@@ -218,6 +218,20 @@ func hasStatus(status string) func(a *structs.Allocation) bool {
 	return func(a *structs.Allocation) bool { return a.ClientStatus == status }
 }
 
+// allRunning is true of a report in which each of tasks runs. An alloc is
+// running as soon as one of its tasks is (as in Nomad), its other tasks
+// maybe still pending.
+func allRunning(tasks ...string) func(a *structs.Allocation) bool {
+	return func(a *structs.Allocation) bool {
+		for _, name := range tasks {
+			if st := a.TaskStates[name]; st == nil || st.State != structs.TaskStateRunning {
+				return false
+			}
+		}
+		return a.ClientStatus == structs.AllocClientStatusRunning
+	}
+}
+
 // testAgent is an agent running in the background.
 type testAgent struct {
 	*Agent

@@ -140,7 +140,12 @@ func TestLifecycleFailedPrestart(t *testing.T) {
 		lifecycleTask("pre", structs.TaskLifecycleHookPrestart, false, `exit 2`),
 	))
 	cp.addAlloc(alloc)
-	rep := cp.waitReport(t, alloc.ID, "failed", hasStatus(structs.AllocClientStatusFailed))
+	// The alloc is failed as soon as the prestart task is (failed wins
+	// over pending, as in Nomad); the main task is killed after that.
+	rep := cp.waitReport(t, alloc.ID, "failed with the main task dead", func(a *structs.Allocation) bool {
+		return a.ClientStatus == structs.AllocClientStatusFailed &&
+			a.TaskStates["main"] != nil && a.TaskStates["main"].State == structs.TaskStateDead
+	})
 	st := rep.TaskStates["main"]
 	if st.State != structs.TaskStateDead || findEvent(st, structs.TaskStarted) != nil || findEvent(st, structs.TaskSiblingFailed) == nil {
 		t.Errorf("main task %+v events %v", st, eventTypes(st))

@@ -92,7 +92,8 @@ func TestMockKillWaitsForTheTaskThenForcesIt(t *testing.T) {
 	stubborn.KillTimeout = 50 * time.Millisecond
 	alloc := testAlloc(testJob(structs.JobTypeService, polite, stubborn))
 	cp.addAlloc(alloc)
-	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	// Both running: a task stopped while pending is never signalled.
+	cp.waitReport(t, alloc.ID, "both running", allRunning("polite", "stubborn"))
 	cp.stopAlloc(alloc.ID)
 	rep := cp.waitReport(t, alloc.ID, "complete", hasStatus(structs.AllocClientStatusComplete))
 
@@ -124,7 +125,15 @@ func TestMockReattachesAfterAgentRestart(t *testing.T) {
 		mockTask("short", map[string]any{"run_for": "300ms", "exit_code": 0}))
 	alloc := testAlloc(job)
 	cp.addAlloc(alloc)
-	cp.waitReport(t, alloc.ID, "running", hasStatus(structs.AllocClientStatusRunning))
+	// Both started by the first agent (the short one may be dead already).
+	cp.waitReport(t, alloc.ID, "both started", func(a *structs.Allocation) bool {
+		for _, name := range []string{"long", "short"} {
+			if st := a.TaskStates[name]; st == nil || countEvents(st, structs.TaskStarted) != 1 {
+				return false
+			}
+		}
+		return true
+	})
 	a1.stop(t)
 	cp.clearReports()
 

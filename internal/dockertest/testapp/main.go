@@ -31,6 +31,10 @@ func main() {
 		os.Exit(2)
 	}
 	args := os.Args[2:]
+	// The stop signals are caught before a mode prints its first line: a
+	// test that waits for that line may signal at once, and a Go program
+	// signalled before it catches SIGINT exits 2 instead of 0.
+	signal.Notify(stop, syscall.SIGINT, syscall.SIGTERM)
 	switch os.Args[1] {
 	case "sleep":
 		fmt.Println("ready")
@@ -114,11 +118,12 @@ func main() {
 	}
 }
 
+// stop receives SIGINT and SIGTERM from main's start on.
+var stop = make(chan os.Signal, 1)
+
 func waitSignal() {
-	ch := make(chan os.Signal, 1)
-	signal.Notify(ch, syscall.SIGINT, syscall.SIGTERM)
 	select {
-	case <-ch:
+	case <-stop:
 	case <-time.After(24 * time.Hour):
 	}
 }
