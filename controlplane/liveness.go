@@ -16,6 +16,13 @@ import (
 // A node never heard from since this server started gets a full TTL from
 // the first check, as Nomad resets heartbeat timers on a new leader. It
 // returns how many nodes it marked.
+//
+// A node whose last status change is more than a heartbeat TTL plus
+// grace old and whose reactions are still marked pending gets them again
+// (RedoNodeReactions): the server died between the status write and
+// them. That matters for a node marked down, whose agent will not
+// heartbeat again to redo them (its allocs would stay on it, neither lost
+// nor replaced); the age keeps the check off reactions still in flight.
 func (s *Service) CheckHeartbeats(ctx context.Context, grace time.Duration) (int, error) {
 	nodes, err := s.store.Nodes(ctx, "")
 	if err != nil {
@@ -24,6 +31,11 @@ func (s *Service) CheckHeartbeats(ctx context.Context, grace time.Duration) (int
 	now := s.now()
 	marked := 0
 	for _, n := range nodes {
+		if n.ReactionsPending != 0 && now.Sub(time.Unix(n.StatusUpdatedAt, 0)) > s.heartbeatTTL+grace {
+			if err := s.RedoNodeReactions(ctx, n.ID); err != nil {
+				s.log.Warn("redo a node's pending reactions", zap.String("node_id", n.ID), zap.Error(err))
+			}
+		}
 		if n.Status != structs.NodeStatusReady && n.Status != structs.NodeStatusInit {
 			continue
 		}

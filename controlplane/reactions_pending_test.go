@@ -178,3 +178,29 @@ func TestNodeStatusReactionsPendingAfterACrash(t *testing.T) {
 		t.Fatalf("the registration sent again: %d node-update evals of the job, want 2", got)
 	}
 }
+
+// TestHeartbeatCheckRedoesPendingReactionsOfADownNode: the embedded
+// server died right after writing a node down, before the evaluation of
+// the job with an alloc on it; the node's agent is gone, so no heartbeat
+// will redo them. The server's heartbeat check (restarted: nothing in
+// memory) leaves reactions less than a TTL plus grace old alone (they may
+// be in flight) and then writes the evaluation, once.
+func TestHeartbeatCheckRedoesPendingReactionsOfADownNode(t *testing.T) {
+	f, crash := crashFixture(t)
+	f.node("n1")
+	f.place(testJob("web", 1), nil, "n1")
+	crash.Store(true)
+	if err := f.svc.NodeMissedHeartbeat(f.ctx, "n1"); err == nil {
+		t.Fatal("the missed heartbeat whose status write crashed succeeded")
+	}
+	svc := f.coldStart()
+	if _, err := svc.CheckHeartbeats(f.ctx, time.Second); err != nil || f.evalsForN1("web") != 0 {
+		t.Fatalf("the check within a TTL of the status change: %d evals (%v), want 0", f.evalsForN1("web"), err)
+	}
+	f.clk.Add(12 * time.Second)
+	for range 2 {
+		if _, err := svc.CheckHeartbeats(f.ctx, time.Second); err != nil || f.evalsForN1("web") != 1 {
+			t.Fatalf("the check past a TTL plus grace: %d node-update evals of the job (%v), want 1", f.evalsForN1("web"), err)
+		}
+	}
+}
