@@ -11,11 +11,12 @@ import (
 // heartbeat sends its heartbeat again when the first sending failed, and
 // the first may have written the node ready before the control plane died
 // (or its answer was lost), before its reactions ran: the resent
-// heartbeat finds the node ready and still evaluates the system jobs for
-// it and re-queues blocked evaluations, once (found by the chaos suite:
-// `go test ./chaos -run TestChaos/embedded -seed 1309`, a system job that
-// never ran on the node back). A steady node's heartbeats, a freshly
-// registered node's and one past a TTL after the return react to nothing.
+// heartbeat finds the node ready with its reactions still marked pending
+// (the store writes the mark with the status) and evaluates the system
+// jobs for it and re-queues blocked evaluations, once (found by the chaos
+// suite: `go test ./chaos -run TestChaos/embedded -seed 1309`, a system
+// job that never ran on the node back). A steady node's heartbeats and a
+// freshly registered node's react to nothing, in this process or another.
 func TestResentHeartbeatRedoesLostReactions(t *testing.T) {
 	f := newFixture(t)
 	f.node("n1")
@@ -77,8 +78,7 @@ func TestResentHeartbeatRedoesLostReactions(t *testing.T) {
 	}
 
 	// A control plane that never saw the return (another process, or
-	// restarted): within a TTL of the return it reacts once more; past
-	// it, not at all.
+	// restarted) finds the reactions done: nothing more.
 	other := New(Config{Store: f.store, Logger: f.svc.log, Now: f.clk.Now, HeartbeatTTL: 10 * time.Second})
 	f.clk.Add(20 * time.Second)
 	if _, err := other.Heartbeat(f.ctx, "n1"); err != nil || nodeEvals() != 1 {

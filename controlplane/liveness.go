@@ -16,6 +16,13 @@ import (
 // A node never heard from since this server started gets a full TTL from
 // the first check, as Nomad resets heartbeat timers on a new leader. It
 // returns how many nodes it marked.
+//
+// A node whose last status change is more than a heartbeat TTL plus
+// grace old and whose reactions are still marked pending gets them again
+// (RedoNodeReactions): the server died between the status write and
+// them. That matters for a node marked down, whose agent will not
+// heartbeat again to redo them (its allocs would stay on it, neither lost
+// nor replaced); the age keeps the check off reactions still in flight.
 func (s *Service) CheckHeartbeats(ctx context.Context, grace time.Duration) (int, error) {
 	nodes, err := s.store.Nodes(ctx, "")
 	if err != nil {
@@ -24,6 +31,11 @@ func (s *Service) CheckHeartbeats(ctx context.Context, grace time.Duration) (int
 	now := s.now()
 	marked := 0
 	for _, n := range nodes {
+		if n.ReactionsPending != 0 && now.Sub(time.Unix(n.StatusUpdatedAt, 0)) > s.heartbeatTTL+grace {
+			if err := s.RedoNodeReactions(ctx, n.ID); err != nil {
+				s.log.Warn("redo a node's pending reactions", zap.String("node_id", n.ID), zap.Error(err))
+			}
+		}
 		if n.Status != structs.NodeStatusReady && n.Status != structs.NodeStatusInit {
 			continue
 		}
@@ -48,7 +60,9 @@ func (s *Service) CheckHeartbeats(ctx context.Context, grace time.Duration) (int
 // "disconnected" when one of its allocations belongs to a group with
 // max_client_disconnect (those allocs may come back), else "down"; every
 // job with allocations on it gets a node-update evaluation, so the
-// reconciler marks them lost or unknown and replaces them.
+// reconciler marks them lost or unknown and replaces them. The status
+// write's ReactionsPending mark stays until those evaluations are written
+// (reactToStatus), for RedoNodeReactions should this process die first.
 func (s *Service) NodeMissedHeartbeat(ctx context.Context, nodeID string) error {
 	allocs, err := s.store.AllocsByNode(ctx, nodeID)
 	if err != nil {
@@ -64,7 +78,8 @@ func (s *Service) NodeMissedHeartbeat(ctx context.Context, nodeID string) error 
 			break
 		}
 	}
-	if _, err := s.store.UpdateNodeStatus(ctx, nodeID, status, s.now().Unix()); err != nil {
+	n, err := s.store.UpdateNodeStatus(ctx, nodeID, status, s.now().Unix())
+	if err != nil {
 		return fmt.Errorf("mark node %s %s: %w", nodeID, status, err)
 	}
 	s.log.Warn("node missed its heartbeat", zap.String("node_id", nodeID), zap.String("status", status),
@@ -74,7 +89,7 @@ func (s *Service) NodeMissedHeartbeat(ctx context.Context, nodeID string) error 
 		msg = structs.NodeEventStatusDisconnected
 	}
 	s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemCluster, msg, nil)
-	return s.createNodeEvals(ctx, nodeID, structs.EvalTriggerNodeUpdate)
+	return s.reactToStatus(ctx, n)
 }
 
 // createNodeEvals creates one evaluation per job with allocations on the

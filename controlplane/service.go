@@ -29,6 +29,7 @@ type Store interface {
 	Job(ctx context.Context, namespace, jobID string) (*structs.Job, error)
 	UpsertNode(ctx context.Context, node *structs.Node) (*structs.Node, error)
 	UpdateNodeStatus(ctx context.Context, nodeID, status string, at int64) (*structs.Node, error)
+	NodeReactionsDone(ctx context.Context, nodeID string, index uint64) (*structs.Node, error)
 	Node(ctx context.Context, nodeID string) (*structs.Node, error)
 	NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64, error)
 	AllocsByNode(ctx context.Context, nodeID string) ([]*structs.Allocation, error)
@@ -83,9 +84,6 @@ type Service struct {
 
 	mu         sync.Mutex
 	heartbeats map[string]time.Time // node ID → last heartbeat
-	// readyReacted is, per node, the status time (unix seconds) of the
-	// return to ready whose reactions this process completed.
-	readyReacted map[string]int64
 }
 
 // Config configures a Service.
@@ -108,7 +106,7 @@ type Config struct {
 // New returns a Service.
 func New(cfg Config) *Service {
 	s := &Service{store: cfg.Store, queue: cfg.Queue, log: cfg.Logger, now: cfg.Now,
-		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}, readyReacted: map[string]int64{}, planner: cfg.Planner,
+		heartbeatTTL: cfg.HeartbeatTTL, heartbeats: map[string]time.Time{}, planner: cfg.Planner,
 		configHook: cfg.SchedulerConfigChanged}
 	if s.log == nil {
 		s.log = zap.NewNop()
@@ -263,7 +261,11 @@ func (s *Service) RestorePending(ctx context.Context) (int, error) {
 }
 
 // RegisterNode implements nodeagent.ControlPlane: it writes the node as
-// ready and re-queues blocked evaluations, which may fit on it now.
+// ready and re-queues blocked evaluations, which may fit on it now. A new
+// node, or one that was not ready (or whose earlier status change's
+// reactions are still pending), gets its status change's reactions
+// (reactToStatus); a known node whose fingerprint changed gets the
+// system jobs it may run now evaluated.
 func (s *Service) RegisterNode(ctx context.Context, node *structs.Node) (time.Duration, error) {
 	if node.ID == "" {
 		return 0, fmt.Errorf("register node: missing node ID")
@@ -288,7 +290,8 @@ func (s *Service) RegisterNode(ctx context.Context, node *structs.Node) (time.Du
 		// Nomad's clients read it without a nil check.
 		n.ReservedResources = &structs.NodeReservedResources{}
 	}
-	if _, err := s.store.UpsertNode(ctx, n); err != nil {
+	stored, err := s.store.UpsertNode(ctx, n)
+	if err != nil {
 		return 0, fmt.Errorf("register node %s: %w", node.ID, err)
 	}
 	switch {
@@ -300,81 +303,108 @@ func (s *Service) RegisterNode(ctx context.Context, node *structs.Node) (time.Du
 	s.markHeartbeat(node.ID)
 	s.log.Info("node registered", zap.String("node_id", node.ID), zap.String("node_name", node.Name),
 		zap.String("datacenter", n.Datacenter), zap.String("node_pool", n.NodePool))
-	switch {
-	case prev != nil && prev.Status != structs.NodeStatusReady:
-		if err := s.createNodeEvals(ctx, node.ID, structs.EvalTriggerNodeUpdate); err != nil {
-			return 0, err
+	if stored.ReactionsPending != 0 {
+		if err := s.reactToStatus(ctx, stored); err != nil {
+			return 0, fmt.Errorf("register node %s: %w", node.ID, err)
 		}
-	case prev == nil || fingerprintChanged(prev, n):
-		// A new node, or one whose fingerprint changed: the system jobs
-		// it may run now are evaluated for it.
+		return s.heartbeatTTL, nil
+	}
+	if prev == nil || fingerprintChanged(prev, n) {
+		// A node whose fingerprint changed: the system jobs it may run
+		// now are evaluated for it.
 		if err := s.evaluateSystemJobs(ctx, node.ID, structs.EvalTriggerNodeUpdate, nil); err != nil {
 			return 0, err
 		}
 	}
 	s.unblock(ctx, "node registered")
-	// Its reactions ran: its heartbeats do not run them again (Heartbeat).
-	s.mu.Lock()
-	s.readyReacted[node.ID] = n.StatusUpdatedAt
-	s.mu.Unlock()
 	return s.heartbeatTTL, nil
 }
 
 // Heartbeat implements nodeagent.ControlPlane. A node that was marked down
-// or disconnected becomes ready again, and the reactions run: an
-// evaluation of each job with allocs on it and of each system job it may
-// run, and blocked evaluations re-queued.
+// or disconnected becomes ready again, and the reactions run
+// (reactToStatus): an evaluation of each job with allocs on it (the
+// reconnect of a disconnected node's allocs) and of each system job it
+// may run, and blocked evaluations re-queued.
 //
-// A heartbeat the agent sends again because its first sending failed may
-// find the node ready already: the status write landed and the process
-// died (or its answer was lost) before the reactions ran, and the system
-// jobs would never run there (found by the chaos suite, seed 1309). So a
-// ready node whose return to ready is less than a heartbeat TTL old, and
-// whose reactions this process has not seen complete, gets them again.
-// Doing them again when the first ones did run (another process, or a
-// restart) is harmless: the evaluations find nothing to do, the blocked
-// ones block again; it happens at most once per return per process.
+// The status write leaves the node's ReactionsPending mark set until the
+// reactions have run, so a heartbeat that finds the node ready with the
+// mark still set runs them again: the control plane that wrote the status
+// died (or the answer was lost) before they ran, and the system jobs
+// would never run there (found by the chaos suite, seed 1309). The mark
+// is in the store, so this holds across processes and restarts (a Lambda
+// cold start, another server). A steady node's heartbeat writes nothing.
 func (s *Service) Heartbeat(ctx context.Context, nodeID string) (time.Duration, error) {
 	n, err := s.store.Node(ctx, nodeID)
 	if err != nil {
 		return 0, fmt.Errorf("heartbeat of node %s: %w", nodeID, err)
 	}
 	s.markHeartbeat(nodeID)
-	at := n.StatusUpdatedAt
 	switch {
 	case n.Status != structs.NodeStatusReady:
-		at = s.now().Unix()
-		if _, err := s.store.UpdateNodeStatus(ctx, nodeID, structs.NodeStatusReady, at); err != nil {
+		was := n.Status
+		if n, err = s.store.UpdateNodeStatus(ctx, nodeID, structs.NodeStatusReady, s.now().Unix()); err != nil {
 			return 0, fmt.Errorf("heartbeat of node %s: %w", nodeID, err)
 		}
-		s.log.Info("node ready again", zap.String("node_id", nodeID), zap.String("was", n.Status))
+		s.log.Info("node ready again", zap.String("node_id", nodeID), zap.String("was", was))
 		s.nodeEvent(ctx, nodeID, structs.NodeEventSubsystemCluster, structs.NodeEventHeartbeatReturned, nil)
-	case !s.readyReactionsMaybeLost(n):
+	case n.ReactionsPending == 0:
 		return s.heartbeatTTL, nil
 	default:
-		s.log.Info("node ready again recently, its reactions done again", zap.String("node_id", nodeID))
+		s.log.Info("node status change's reactions pending, done again", zap.String("node_id", nodeID),
+			zap.String("status", n.Status), zap.Uint64("status_index", n.ReactionsPending))
 	}
-	if err := s.createNodeEvals(ctx, nodeID, structs.EvalTriggerNodeUpdate); err != nil {
-		return 0, err
+	if err := s.reactToStatus(ctx, n); err != nil {
+		return 0, fmt.Errorf("heartbeat of node %s: %w", nodeID, err)
 	}
-	s.unblock(ctx, "node ready")
-	s.mu.Lock()
-	s.readyReacted[nodeID] = at
-	s.mu.Unlock()
 	return s.heartbeatTTL, nil
 }
 
-// readyReactionsMaybeLost reports whether the ready node n returned to
-// ready less than a heartbeat TTL ago (a status time of 0 is a node
-// registered ready, whose reactions the registration ran) and this
-// process has not completed the reactions of that return.
-func (s *Service) readyReactionsMaybeLost(n *structs.Node) bool {
-	if n.StatusUpdatedAt == 0 || s.now().Unix()-n.StatusUpdatedAt > int64(s.heartbeatTTL/time.Second) {
-		return false
+// RedoNodeReactions runs the reactions of the node's last status change
+// again when its ReactionsPending mark says they have not all run (the
+// control plane that wrote the status died before), and does nothing
+// otherwise. The AWS sweeper calls it for each node its listing shows
+// marked (agents do not call Heartbeat there: the sweeper is what writes
+// a node ready). Running them twice is harmless: an extra evaluation
+// finds nothing to do, re-queued blocked evals block again.
+func (s *Service) RedoNodeReactions(ctx context.Context, nodeID string) error {
+	n, err := s.store.Node(ctx, nodeID)
+	if err != nil {
+		return fmt.Errorf("pending reactions of node %s: %w", nodeID, err)
 	}
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.readyReacted[n.ID] != n.StatusUpdatedAt
+	if n.ReactionsPending == 0 {
+		return nil
+	}
+	s.log.Info("node status change's reactions pending, done again", zap.String("node_id", nodeID),
+		zap.String("status", n.Status), zap.Uint64("status_index", n.ReactionsPending))
+	if err := s.reactToStatus(ctx, n); err != nil {
+		return fmt.Errorf("pending reactions of node %s: %w", nodeID, err)
+	}
+	return nil
+}
+
+// reactToStatus runs the reactions to node n's status change, as Nomad
+// does when a node's status changes: an evaluation of each job with allocs
+// on it and of each system job it may run (createNodeEvals), and, when it
+// is ready (back, or registered), the blocked evaluations re-queued. Then
+// it clears the node's ReactionsPending mark, unless a later status change
+// replaced it. An error leaves the mark set, for the next heartbeat or
+// sweep (RedoNodeReactions).
+func (s *Service) reactToStatus(ctx context.Context, n *structs.Node) error {
+	if err := s.createNodeEvals(ctx, n.ID, structs.EvalTriggerNodeUpdate); err != nil {
+		return err
+	}
+	if n.Status == structs.NodeStatusReady {
+		if _, err := scheduler.Unblock(ctx, s.store, s.queue, "node "+n.ID+" ready", s.log); err != nil {
+			return fmt.Errorf("re-queue blocked evaluations: %w", err)
+		}
+	}
+	if n.ReactionsPending == 0 {
+		return nil
+	}
+	if _, err := s.store.NodeReactionsDone(ctx, n.ID, n.ReactionsPending); err != nil {
+		return err
+	}
+	return nil
 }
 
 func (s *Service) markHeartbeat(nodeID string) {

@@ -326,10 +326,19 @@ type Store interface {
 
 	// UpsertNode registers a node or updates its fingerprint. Status
 	// becomes ready; scheduling eligibility and drain set by an operator
-	// are kept across re-registrations.
+	// are kept across re-registrations. A new node, or one whose status
+	// the write changes, gets ReactionsPending set to the write's index
+	// (its ModifyIndex); otherwise the stored mark is kept.
 	UpsertNode(ctx context.Context, node *structs.Node) (*structs.Node, error)
-	// UpdateNodeStatus sets a node's status (ready, down, disconnected).
+	// UpdateNodeStatus sets a node's status (ready, down, disconnected)
+	// and, in the same write, ReactionsPending to the write's index (its
+	// ModifyIndex). A node already in status is returned unchanged (its
+	// mark too). ErrNotFound for an unknown node.
 	UpdateNodeStatus(ctx context.Context, nodeID, status string, at int64) (*structs.Node, error)
+	// NodeReactionsDone clears the node's ReactionsPending when it is
+	// still index (a later status change's mark is left alone) and
+	// returns the node. ErrNotFound for an unknown node.
+	NodeReactionsDone(ctx context.Context, nodeID string, index uint64) (*structs.Node, error)
 	// Node returns a node, or ErrNotFound.
 	Node(ctx context.Context, nodeID string) (*structs.Node, error)
 	// Nodes lists nodes whose ID starts with prefix, sorted by ID. The

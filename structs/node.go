@@ -54,9 +54,21 @@ type Node struct {
 	HostVolumes map[string]*ClientHostVolumeConfig `json:",omitempty"`
 	// Events are the node's last MaxRetainedNodeEvents events, oldest
 	// first (registration, drain, eligibility, status changes).
-	Events      []*NodeEvent
-	CreateIndex uint64
-	ModifyIndex uint64
+	Events []*NodeEvent
+	// ReactionsPending is the index of the store write that changed the
+	// node's status (or registered it) while the control plane's
+	// reactions to that change have not all run: the evaluations of its
+	// jobs and of the system jobs it may run, and, when it became ready,
+	// the blocked evaluations re-queued. 0 when none are pending. The
+	// store sets it with the status in one write and clears it when told
+	// they ran (storage.Store.NodeReactionsDone), so a control plane that
+	// dies in between (a Lambda invocation, a crashed server) leaves a
+	// durable mark that the next heartbeat or sweep acts on
+	// (controlplane.Service.RedoNodeReactions). Drover's own field, not
+	// Nomad's: API clients that do not know it ignore it.
+	ReactionsPending uint64 `json:",omitempty"`
+	CreateIndex      uint64
+	ModifyIndex      uint64
 }
 
 // NodeResources is a node's total capacity: CPU in MHz, memory and disk in

@@ -253,7 +253,8 @@ func (h *Home) Deliver(ctx context.Context, ev *structs.Evaluation) bool {
 	return err == nil && len(resp.BatchItemFailures) == 0
 }
 
-// Sweep implements chaos.Home: the sweeper's pending-eval re-send (every
+// Sweep implements chaos.Home: the sweeper's pending-eval re-send and its
+// redo of the node status changes whose reactions are pending (every
 // minute on AWS; a quiet cluster's minutes pass, hence no minimum age).
 // Its cutoff is on the wall clock, as the AWS home's sweeper's is
 // (internal/awshome): the DynamoDB store stamps an eval's ModifyTime with
@@ -264,6 +265,13 @@ func (h *Home) Deliver(ctx context.Context, ev *structs.Evaluation) bool {
 // would stay pending for good.
 func (h *Home) Sweep(ctx context.Context) {
 	_, _ = scheduler.SweepPending(ctx, h.store, h.env.Queue, 0, time.Now(), nil)
+	if live, err := h.store.NodesLiveness(ctx); err == nil {
+		for _, l := range live {
+			if l.ReactionsPending != 0 {
+				_ = h.svc.RedoNodeReactions(ctx, l.NodeID)
+			}
+		}
+	}
 }
 
 // Close implements chaos.Home: the table is left to the emulator (it goes

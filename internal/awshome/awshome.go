@@ -218,16 +218,22 @@ type SweepResult struct {
 	Resent    int
 	NodesDown int
 	NodesBack int
-	Collected *storage.GCResult `json:",omitempty"`
-	Errors    []string          `json:",omitempty"`
+	// NodesRedone counts the nodes whose last status change's reactions
+	// were found pending and done again.
+	NodesRedone int               `json:",omitempty"`
+	Collected   *storage.GCResult `json:",omitempty"`
+	Errors      []string          `json:",omitempty"`
 }
 
 // Sweep is the AWS home's timers, run every minute by a schedule: evals
 // pending longer than PendingAfter are sent again (no lost evaluation);
 // node liveness from the heartbeat items the agents write (a node silent
 // for its TTL plus HeartbeatGrace is handled as Nomad handles a missed
-// heartbeat, one heard from again is ready again); deployment deadlines
-// and auto-promotion; drains (when a node drains); and, every GCEvery,
+// heartbeat, one heard from again is ready again); the reactions of a
+// node's status change that a sweep (or the API) which died after the
+// status write left undone, which the node's ReactionsPending mark shows
+// (controlplane.Service.RedoNodeReactions); deployment deadlines and
+// auto-promotion; drains (when a node drains); and, every GCEvery,
 // garbage collection. Its reads of an idle cluster are few and eventually
 // consistent where they only choose what to look at.
 func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
@@ -244,6 +250,11 @@ func (h *Home) Sweep(ctx context.Context) (*SweepResult, error) {
 	draining := false
 	for _, l := range live {
 		draining = draining || l.Drain
+		if l.ReactionsPending != 0 {
+			// Confirmed on a strongly consistent read of the node.
+			errs = append(errs, h.Service.RedoNodeReactions(ctx, l.NodeID))
+			res.NodesRedone++
+		}
 		if !l.Heard {
 			continue
 		}

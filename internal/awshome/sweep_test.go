@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
 	awssched "github.com/aws/aws-sdk-go-v2/service/scheduler"
 	awssqs "github.com/aws/aws-sdk-go-v2/service/sqs"
 
@@ -19,9 +20,10 @@ func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
 
 // homeOnEmulator builds the AWS home from the environment its functions
 // get, on the test's emulator: a new table (prefix names it), FIFO eval
-// queue and schedule group; extra adds or overrides variables. It
-// returns the home and the schedule group's name.
-func homeOnEmulator(t *testing.T, prefix string, extra map[string]string) (*awshome.Home, string) {
+// queue and schedule group; extra adds or overrides variables; opts
+// change the AWS configuration (SDK middleware). It returns the home and
+// the schedule group's name.
+func homeOnEmulator(t *testing.T, prefix string, extra map[string]string, opts ...func(*aws.Config)) (*awshome.Home, string) {
 	t.Helper()
 	ctx := context.Background()
 	cfg := awstest.Config(t)
@@ -40,7 +42,7 @@ func homeOnEmulator(t *testing.T, prefix string, extra map[string]string) (*awsh
 	for k, v := range env {
 		t.Setenv(k, v)
 	}
-	h, err := awshome.FromEnv(ctx)
+	h, err := awshome.FromEnv(ctx, opts...)
 	if err != nil {
 		t.Fatal(err)
 	}

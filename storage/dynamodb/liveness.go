@@ -20,6 +20,9 @@ type NodeLiveness struct {
 	HeartbeatAt time.Time
 	TTL         time.Duration
 	Heard       bool
+	// ReactionsPending is the node's mark of a status change whose
+	// reactions have not all run (structs.Node.ReactionsPending).
+	ReactionsPending uint64
 }
 
 // NodesLiveness reads every node's status and heartbeat for the sweeper,
@@ -52,7 +55,7 @@ func (s *Store) NodesLiveness(ctx context.Context) ([]NodeLiveness, error) {
 		if err != nil {
 			return nil, fmt.Errorf("node %s: %w", id, err)
 		}
-		l := NodeLiveness{NodeID: id, Status: rec.node.Status, Drain: rec.node.Drain}
+		l := NodeLiveness{NodeID: id, Status: rec.node.Status, Drain: rec.node.Drain, ReactionsPending: rec.node.ReactionsPending}
 		if hb := items[keyString(key(nodePK(id), skHB))]; hb != nil && has(hb, "hbAt") {
 			l.HeartbeatAt, l.TTL, l.Heard = time.UnixMilli(getN(hb, "hbAt")), time.Duration(getN(hb, "hbTTL"))*time.Millisecond, true
 		}

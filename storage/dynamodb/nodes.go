@@ -120,20 +120,25 @@ func (s *Store) UpsertNode(ctx context.Context, node *structs.Node) (*structs.No
 		}
 		idx := s.nextIndex()
 		n := node.Copy()
+		if n.Status == "" {
+			n.Status = structs.NodeStatusReady
+		}
 		if rec != nil {
 			n.CreateIndex = rec.node.CreateIndex
 			n.SchedulingEligibility = rec.node.SchedulingEligibility
 			n.Drain = rec.node.Drain
 			n.DrainStrategy = rec.node.DrainStrategy
 			n.Events = rec.node.Events
+			n.ReactionsPending = rec.node.ReactionsPending
+			if rec.node.Status != n.Status {
+				n.ReactionsPending = idx
+			}
 		} else {
 			n.CreateIndex = idx
+			n.ReactionsPending = idx
 			if n.SchedulingEligibility == "" {
 				n.SchedulingEligibility = structs.NodeSchedulingEligible
 			}
-		}
-		if n.Status == "" {
-			n.Status = structs.NodeStatusReady
 		}
 		n.ModifyIndex = idx
 		if err := s.writeNode(ctx, n, rec); err != nil {
@@ -165,7 +170,7 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at 
 		}
 		idx := s.nextIndex()
 		n := rec.node
-		n.Status, n.StatusUpdatedAt, n.ModifyIndex = status, at, idx
+		n.Status, n.StatusUpdatedAt, n.ModifyIndex, n.ReactionsPending = status, at, idx, idx
 		if err := s.writeNode(ctx, n, rec); err != nil {
 			return nil, err
 		}
@@ -176,6 +181,36 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at 
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update status of node %s: %w", nodeID, err)
+	}
+	return out, nil
+}
+
+// NodeReactionsDone implements storage.Store.
+func (s *Store) NodeReactionsDone(ctx context.Context, nodeID string, index uint64) (*structs.Node, error) {
+	out, err := withConflictRetry(ctx, s, func() (*structs.Node, error) {
+		rec, err := s.readNode(ctx, nodeID)
+		if err != nil {
+			return nil, err
+		}
+		if rec == nil {
+			return nil, storage.NotFoundf("node %q", nodeID)
+		}
+		n := rec.node
+		if n.ReactionsPending == 0 || n.ReactionsPending != index {
+			return n, nil
+		}
+		idx := s.nextIndex()
+		n.ReactionsPending, n.ModifyIndex = 0, idx
+		if err := s.writeNode(ctx, n, rec); err != nil {
+			return nil, err
+		}
+		if err := s.bumpTables(ctx, idx, storage.TableNodes); err != nil {
+			return nil, err
+		}
+		return n, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clear pending reactions of node %s: %w", nodeID, err)
 	}
 	return out, nil
 }

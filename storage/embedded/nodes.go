@@ -23,20 +23,25 @@ func (s *Store) UpsertNode(ctx context.Context, node *structs.Node) (*structs.No
 		if err != nil {
 			return err
 		}
+		if n.Status == "" {
+			n.Status = structs.NodeStatusReady
+		}
 		if existing != nil {
 			n.CreateIndex = existing.CreateIndex
 			n.SchedulingEligibility = existing.SchedulingEligibility
 			n.Drain = existing.Drain
 			n.DrainStrategy = existing.DrainStrategy
 			n.Events = existing.Events
+			n.ReactionsPending = existing.ReactionsPending
+			if existing.Status != n.Status {
+				n.ReactionsPending = w.index
+			}
 		} else {
 			n.CreateIndex = w.index
+			n.ReactionsPending = w.index
 			if n.SchedulingEligibility == "" {
 				n.SchedulingEligibility = structs.NodeSchedulingEligible
 			}
-		}
-		if n.Status == "" {
-			n.Status = structs.NodeStatusReady
 		}
 		n.ModifyIndex = w.index
 		w.touch(storage.TableNodes)
@@ -65,6 +70,7 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at 
 		n.Status = status
 		n.StatusUpdatedAt = at
 		n.ModifyIndex = w.index
+		n.ReactionsPending = w.index
 		w.touch(storage.TableNodes)
 		out = n
 		if status == structs.NodeStatusDown {
@@ -75,6 +81,30 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at 
 		return putJSON(b, []byte(n.ID), n)
 	})
 	return out, err
+}
+
+// NodeReactionsDone implements storage.Store.
+func (s *Store) NodeReactionsDone(ctx context.Context, nodeID string, index uint64) (*structs.Node, error) {
+	var out *structs.Node
+	_, err := s.write(ctx, func(w *wtx) error {
+		b := w.tx.Bucket(bNodes)
+		n, err := getRequired[structs.Node](b, []byte(nodeID), func() error { return storage.NotFoundf("node %q", nodeID) })
+		if err != nil {
+			return err
+		}
+		out = n
+		if n.ReactionsPending == 0 || n.ReactionsPending != index {
+			return nil
+		}
+		n.ReactionsPending = 0
+		n.ModifyIndex = w.index
+		w.touch(storage.TableNodes)
+		return putJSON(b, []byte(n.ID), n)
+	})
+	if err != nil {
+		return nil, fmt.Errorf("clear pending reactions of node %s: %w", nodeID, err)
+	}
+	return out, nil
 }
 
 // Node implements storage.Store.

@@ -81,6 +81,7 @@ func Run(t *testing.T, newStore Factory, opts ...Option) {
 		{"SystemJobs", testSystemJobs},
 		{"ServiceRegistrations", testServiceRegistrations},
 		{"ServiceRegistrationsFollowAllocs", testServiceRegistrationsFollowAllocs},
+		{"NodeReactionsPending", testNodeReactionsPending},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
