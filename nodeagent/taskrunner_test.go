@@ -172,8 +172,12 @@ func TestMockRecoverFailureStartsANewLaunch(t *testing.T) {
 
 	m2 := mock.New()
 	startAgent(t, cp, mockAgentConfig(t, dir, m2))
+	// The Driver Failure is reported before the new launch: the task is
+	// still running as restored until it has Started again.
 	rep := cp.waitReport(t, alloc.ID, "running again after a Driver Failure", func(a *structs.Allocation) bool {
-		return a.ClientStatus == structs.AllocClientStatusRunning && findEvent(a.TaskStates["web"], structs.TaskDriverFailure) != nil
+		st := a.TaskStates["web"]
+		return a.ClientStatus == structs.AllocClientStatusRunning && findEvent(st, structs.TaskDriverFailure) != nil &&
+			countEvents(st, structs.TaskStarted) >= 2
 	})
 	if ev := findEvent(rep.TaskStates["web"], structs.TaskDriverFailure); ev.DriverError != "re-attach: daemon lost the container" {
 		t.Fatalf("Driver Failure %+v", ev)
