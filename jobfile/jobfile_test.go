@@ -1,6 +1,7 @@
 package jobfile
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -179,6 +180,8 @@ func TestBadFiles(t *testing.T) {
 		{"required variable", "variable \"image\" {\n  type = string\n}\njob \"x\" {}\n", Config{}, []string{"bad.nomad.hcl:1,1", "Missing required variable", `"image"`}},
 		{"undeclared -var", "job \"x\" {}\n", Config{ArgVars: []string{"nope=1"}}, []string{"Undefined -var variable", `"nope"`}},
 		{"-var without =", "variable \"a\" {\n  default = 1\n}\njob \"x\" {}\n", Config{ArgVars: []string{"a"}}, []string{"Invalid -var option"}},
+		{"-var without a name", "variable \"a\" {\n  default = 1\n}\njob \"x\" {}\n", Config{ArgVars: []string{"=3"}}, []string{"Invalid -var option", `"=3" is not name=value`}},
+		{"unreadable -var-file", "job \"x\" {}\n", Config{VarFiles: []string{"/nonexistent/v.hcl"}}, []string{"Failed to read variable file", "/nonexistent/v.hcl"}},
 		{"-var of the wrong type", "variable \"n\" {\n  type = number\n}\njob \"x\" {}\n", Config{ArgVars: []string{"n=abc"}}, []string{"Invalid value for variable", `"n"`}},
 		{"undeclared in var file", "job \"x\" {}\n", Config{VarContent: "\nnope = 1\n"}, []string{"<variables>:2,1", "Undefined variable", `"nope"`}},
 		{"validation", "variable \"n\" {\n  default = 0\n  validation {\n    condition = var.n > 0\n    error_message = \"n must be positive\"\n  }\n}\njob \"x\" {}\n", Config{}, []string{"bad.nomad.hcl:4,17", "n must be positive"}},
@@ -196,6 +199,15 @@ func TestBadFiles(t *testing.T) {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("%s: error lacks %q: %v", c.name, w, err)
 			}
+		}
+		// A diagnostic without a place in a file (-var, -var-file) is
+		// printed without one, not as "<nil>: ".
+		if strings.Contains(err.Error(), "<nil>") {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		var perr *Error
+		if !errors.As(err, &perr) || len(perr.Diagnostics) == 0 {
+			t.Errorf("%s: not a *jobfile.Error with diagnostics: %T", c.name, err)
 		}
 	}
 }

@@ -2,6 +2,7 @@ package jobfile
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -35,9 +36,48 @@ type Config struct {
 	AllowFS bool
 }
 
-// Parse decodes the HCL2 job in cfg.Source into an api.Job. Errors are
-// hcl.Diagnostics, each naming file, line and column.
+// Parse decodes the HCL2 job in cfg.Source into an api.Job. Its errors
+// are *Error: the diagnostics, each naming file, line and column where it
+// has a place in a file (-var and -var-file problems have none).
 func Parse(cfg Config) (*api.Job, error) {
+	job, err := parse(cfg)
+	var diags hcl.Diagnostics
+	if errors.As(err, &diags) {
+		return nil, &Error{Diagnostics: diags}
+	}
+	return job, err
+}
+
+// Error is Parse's error: the HCL diagnostics of the job and its variables.
+type Error struct {
+	Diagnostics hcl.Diagnostics
+}
+
+// Error implements error: the error diagnostics joined by "; ", each as
+// "file:line,col: summary; detail", without a place when it has none
+// (hcl.Diagnostic's own Error prints "<nil>: " there).
+func (e *Error) Error() string {
+	var parts []string
+	for _, d := range e.Diagnostics {
+		if d.Severity != hcl.DiagError {
+			continue
+		}
+		msg := d.Summary
+		if d.Detail != "" {
+			msg += "; " + d.Detail
+		}
+		if d.Subject != nil {
+			msg = d.Subject.String() + ": " + msg
+		}
+		parts = append(parts, msg)
+	}
+	return strings.Join(parts, "; ")
+}
+
+// Unwrap returns the diagnostics, for errors.As.
+func (e *Error) Unwrap() error { return e.Diagnostics }
+
+func parse(cfg Config) (*api.Job, error) {
 	if cfg.Path == "" {
 		cfg.Path = "job.nomad.hcl"
 	}

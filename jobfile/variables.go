@@ -89,7 +89,7 @@ func (p *parser) variables(content *hcl.BodyContent, cfg Config) hcl.Diagnostics
 	}
 	for _, arg := range cfg.ArgVars {
 		name, val, ok := strings.Cut(arg, "=")
-		if !ok {
+		if !ok || strings.TrimSpace(name) == "" {
 			diags = append(diags, &hcl.Diagnostic{Severity: hcl.DiagError, Summary: "Invalid -var option",
 				Detail: fmt.Sprintf("The -var %q is not name=value.", arg)})
 			continue

@@ -212,7 +212,7 @@ func (c *AgentCommand) Run(args []string) int {
 		fmt.Fprintln(stderr, "drover agent: -data-dir is required outside -dev")
 		return 1
 	case *workers < 0:
-		fmt.Fprintln(stderr, "drover agent: -workers must not be negative (0: one per CPU core, at least 2)")
+		fmt.Fprintln(stderr, "drover agent: -workers must not be negative (0: four per CPU core)")
 		return 1
 	case *gcMaxAllocs < 1:
 		fmt.Fprintln(stderr, "drover agent: -gc-max-allocs must be at least 1")

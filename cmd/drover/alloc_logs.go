@@ -60,6 +60,12 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
+	switch {
+	case *lines < 0:
+		return c.errorf("", fmt.Errorf("-n %d: must not be negative (lines from the end, with -tail)", *lines))
+	case *nbytes < 0:
+		return c.errorf("", fmt.Errorf("-c %d: must not be negative (bytes from the end, with -tail)", *nbytes))
+	}
 	alloc, err := c.allocByPrefix(cl, rest[0])
 	if err != nil {
 		return c.errorf("", err)

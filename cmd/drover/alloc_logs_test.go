@@ -37,4 +37,11 @@ func TestAllocLogs(t *testing.T) {
 	if r.code == 0 || !strings.Contains(r.stderr, "Error reading logs: ") {
 		t.Fatalf("unknown task: %s", r)
 	}
+	// Negative counts are refused naming the flag (they printed nothing,
+	// or the default 10 lines).
+	for _, bad := range [][]string{{"-n", "-5"}, {"-c", "-3"}} {
+		r = ta.run(t, append(append([]string{"alloc", "logs", "-tail"}, bad...), a.ID)...)
+		mustCode(t, r, 1)
+		mustContain(t, r.stderr, bad[0]+" "+bad[1]+": must not be negative")
+	}
 }

@@ -80,13 +80,14 @@ func formatData(asJSON bool, tmpl string, v any) (string, error) {
 		}
 		return string(bytes.TrimRight(buf.Bytes(), "\n")), nil
 	default:
+		// text/template's errors start with "template: output:LINE:COL".
 		t, err := template.New("output").Funcs(sprig.TxtFuncMap()).Parse(tmpl)
 		if err != nil {
-			return "", fmt.Errorf("template: %w", err)
+			return "", err
 		}
 		var buf bytes.Buffer
 		if err := t.Execute(&buf, v); err != nil {
-			return "", fmt.Errorf("template: %w", err)
+			return "", err
 		}
 		return buf.String(), nil
 	}

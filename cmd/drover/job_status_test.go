@@ -44,7 +44,10 @@ func TestJobStatus(t *testing.T) {
 	}
 	r = ta.run(t, "job", "status", "-t", "{{.Nope}}", "hello")
 	mustCode(t, r, 1)
-	mustContain(t, r.stderr, "Error formatting output: template")
+	mustContain(t, r.stderr, "Error formatting output: template: output:1:2: ")
+	if strings.Contains(r.stderr, "template: template:") {
+		t.Fatalf("doubled prefix: %s", r.stderr)
+	}
 	r = ta.run(t, "job", "status", "-json", "-t", "{{.ID}}", "hello")
 	mustCode(t, r, 1)
 

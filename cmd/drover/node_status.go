@@ -17,18 +17,20 @@ func (c *NodeStatusCommand) Synopsis() string { return "Lists nodes, or shows on
 
 func (c *NodeStatusCommand) Help() string {
 	return strings.TrimSpace(`
-Usage: drover node status [options] [node]
+Usage: drover node status [options] [-self | <node>]
 
-  Without an argument, lists the nodes. With a node ID or unique prefix,
-  shows the node, its drivers, the resources its allocations use and its
+  Without an argument, lists the nodes. With a node ID or unique prefix
+  (or -self), shows the node, its drivers, the resources its allocations use and its
   allocations.
 ` + clientOptionsUsage() + `
 
 Node Status Options:
 
   -self
-    Show the node of the agent the command talks to (a client agent's
-    address: -address or NOMAD_ADDR), as Nomad's CLI does.
+    Show the node of the agent the command talks to (-address,
+    DROVER_ADDR or NOMAD_ADDR), which must run a client, as Nomad's CLI
+    does. With ACLs, the token needs node:read (and agent:read on a
+    server or dev agent, whose /v1/agent/self asks for it).
 
   -stats
     Show the host's detailed CPU, memory and disk use (from the node's
