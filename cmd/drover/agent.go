@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -226,6 +227,9 @@ func (c *AgentCommand) Run(args []string) int {
 	case *heartbeatTTL < 0:
 		fmt.Fprintln(stderr, "drover agent: -heartbeat-ttl must not be negative")
 		return 1
+	case hostPortError(*httpAddr) != nil:
+		fmt.Fprintf(stderr, "drover agent: -http-addr %s: %v\n", *httpAddr, hostPortError(*httpAddr))
+		return 1
 	}
 	tlsCfg := agent.TLSConfig{CertFile: *tlsCert, KeyFile: *tlsKey, CAFile: *tlsCA, VerifyHTTPSClient: *tlsCA != ""}
 	if *configFile != "" {
@@ -360,6 +364,19 @@ func onOff(b bool) string {
 		return "enabled"
 	}
 	return "disabled"
+}
+
+// hostPortError says why addr is not a listen address HOST:PORT (HOST may
+// be empty: every interface; PORT 0–65535, 0: a free one), nil when it is.
+func hostPortError(addr string) error {
+	_, port, err := net.SplitHostPort(addr)
+	if err != nil {
+		return fmt.Errorf("not HOST:PORT (%v)", err)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("port %q: must be a number from 0 to 65535", port)
+	}
+	return nil
 }
 
 // exposure says why a server at addr is open to whoever reaches it: an

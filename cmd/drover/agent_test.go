@@ -93,3 +93,21 @@ func TestAgentRefusesNegativeResources(t *testing.T) {
 	mustCode(t, r, 1)
 	mustContain(t, r.stderr, "-memory-total-mb -1: must not be negative")
 }
+
+// TestAgentRefusesMalformedHTTPAddr: -http-addr must be HOST:PORT (it was
+// refused as "not a loopback address", or failed at bind).
+func TestAgentRefusesMalformedHTTPAddr(t *testing.T) {
+	t.Parallel()
+	for addr, want := range map[string]string{
+		"notanaddr":       "-http-addr notanaddr: not HOST:PORT",
+		"127.0.0.1:99999": `-http-addr 127.0.0.1:99999: port "99999": must be a number from 0 to 65535`,
+		"127.0.0.1:web":   `port "web"`,
+	} {
+		r := runCmd(t, "agent", "-dev", "-data-dir", t.TempDir(), "-http-addr", addr)
+		mustCode(t, r, 1)
+		mustContain(t, r.stderr, want)
+		if strings.Contains(r.stderr, "loopback") {
+			t.Errorf("%s: %s", addr, r.stderr)
+		}
+	}
+}
