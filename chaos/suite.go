@@ -21,7 +21,7 @@ var (
 	flagFirst    = flag.Uint64("first-seed", 1, "chaos: the first seed of a -seeds run")
 	flagSteps    = flag.Int("steps", 0, "chaos: the schedules' size: each has Steps/2 to Steps steps (0: the home's default)")
 	flagFeatures = flag.String("features", "", "chaos: the schedules' features: all, none (the first generator's schedules, as earlier findings name their seeds), or a comma-separated list of "+
-		featureList()+"; empty: all")
+		featureList()+"; empty: all (chaos/proc: none, the only one it plays)")
 	flagRepeat = flag.Int("repeat", 20, "chaos: with -seed, play it up to this many times until it fails (concurrent deliveries make a replay's interleaving vary)")
 )
 
@@ -147,6 +147,18 @@ type Summary struct {
 	// Failed are the seeds whose schedule broke an invariant.
 	Failed  []uint64
 	Elapsed time.Duration
+}
+
+// ExitOnBadFlags is for a leg's TestMain that starts something costly
+// before its tests run (emulators, a build of drover): it parses the
+// command line and, when CheckFlags refuses it, prints why and exits with
+// status 2 before anything starts.
+func ExitOnBadFlags() {
+	flag.Parse()
+	if err := CheckFlags(); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 }
 
 // Seeds returns the seeds a run takes: the -seed flag's one (-repeat

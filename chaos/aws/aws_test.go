@@ -2,9 +2,12 @@ package awschaos_test
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -13,7 +16,26 @@ import (
 	"github.com/drover-sched/drover/internal/awstest"
 )
 
-func TestMain(m *testing.M) { os.Exit(awstest.Main(m)) }
+func TestMain(m *testing.M) {
+	chaos.ExitOnBadFlags() // before awstest starts an emulator
+	os.Exit(awstest.Main(m))
+}
+
+// TestBadFlagsRefusedBeforeEmulatorsStart: a bad chaos flag is refused
+// before an emulator starts (it started kumo, then refused -seeds 0).
+func TestBadFlagsRefusedBeforeEmulatorsStart(t *testing.T) {
+	if chaos.Replaying() || flag.Lookup("seeds").Value.String() != "0" {
+		t.Skip("checked on a plain run")
+	}
+	out, err := exec.Command(os.Args[0], "-test.run", "^TestChaos$", "-seeds", "0").CombinedOutput()
+	var ee *exec.ExitError
+	if !errors.As(err, &ee) || ee.ExitCode() != 2 {
+		t.Fatalf("exit %v, want status 2:\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "-seeds 0: at least 1") || strings.Contains(string(out), "awstest: running the tests on") {
+		t.Fatalf("refused after starting an emulator, or not naming -seeds:\n%s", out)
+	}
+}
 
 var tables atomic.Int64
 

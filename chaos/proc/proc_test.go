@@ -111,6 +111,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
+	chaos.ExitOnBadFlags() // before drover is built
 	if runtime.GOOS != "linux" {
 		skipReason = "the process-level chaos leg reads /proc and signals process groups: Linux only"
 		os.Exit(m.Run())
