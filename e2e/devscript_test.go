@@ -48,7 +48,8 @@ func TestDevScript(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("start: exit %d\n%s\n%s", code, out, errOut)
 	}
-	mustContain(t, out, "dev agent started", `The example job "hello" is running`)
+	// The stop hint names the state directory make dev-stop must use.
+	mustContain(t, out, "dev agent started", `The example job "hello" is running`, "(or: DROVER_DEV_DIR="+dir+" make dev-stop,")
 	waitFor(t, 20*time.Second, "the example's tasks", func() bool { return len(tasksUnder(dir)) == 2 })
 
 	// A crash: the agent dies, its tasks keep running.

@@ -89,6 +89,12 @@ A=""
 if [ "$ADDR" != "127.0.0.1:4646" ]; then
 	A=" -address $ADDR"
 fi
+# make dev-stop finds the agent by its state directory: name it (and the
+# address) when they are not the defaults.
+STOP="make dev-stop"
+if [ "$DEV" != ".dev-data" ]; then
+	STOP="DROVER_DEV_DIR=$DEV $STOP"
+fi
 cat <<MSG
 
 ==> The example job "hello" is running: two allocations of a task that says hello every 5 seconds.
@@ -96,5 +102,5 @@ cat <<MSG
                  $BIN alloc status$A <alloc ID from the table above>
                  tail -f $DEV/data/client/alloc/*/alloc/logs/greeter.stdout.0
     The API:     curl http://$ADDR/v1/job/hello/allocations
-    Stop it:     $BIN job stop$A hello        (or: make dev-stop, which stops the agent too)
+    Stop it:     $BIN job stop$A hello        (or: $STOP, which stops the agent too)
 MSG
