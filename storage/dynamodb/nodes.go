@@ -157,28 +157,13 @@ func (s *Store) UpsertNode(ctx context.Context, node *structs.Node) (*structs.No
 
 // UpdateNodeStatus implements storage.Store.
 func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at int64) (*structs.Node, error) {
-	out, err := withConflictRetry(ctx, s, func() (*structs.Node, error) {
-		rec, err := s.readNode(ctx, nodeID)
-		if err != nil {
-			return nil, err
+	out, err := s.changeNode(ctx, nodeID, func(n *structs.Node, idx uint64) bool {
+		if n.Status == status {
+			return false
 		}
-		if rec == nil {
-			return nil, storage.NotFoundf("node %q", nodeID)
-		}
-		if rec.node.Status == status {
-			return rec.node, nil
-		}
-		idx := s.nextIndex()
-		n := rec.node
-		n.Status, n.StatusUpdatedAt, n.ModifyIndex, n.ReactionsPending = status, at, idx, idx
-		if err := s.writeNode(ctx, n, rec); err != nil {
-			return nil, err
-		}
-		if err := s.bumpTables(ctx, idx, storage.TableNodes); err != nil {
-			return nil, err
-		}
-		return n, nil
-	})
+		n.Status, n.StatusUpdatedAt, n.ReactionsPending = status, at, idx
+		return true
+	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("update status of node %s: %w", nodeID, err)
 	}
@@ -187,28 +172,13 @@ func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at 
 
 // NodeReactionsDone implements storage.Store.
 func (s *Store) NodeReactionsDone(ctx context.Context, nodeID string, index uint64) (*structs.Node, error) {
-	out, err := withConflictRetry(ctx, s, func() (*structs.Node, error) {
-		rec, err := s.readNode(ctx, nodeID)
-		if err != nil {
-			return nil, err
-		}
-		if rec == nil {
-			return nil, storage.NotFoundf("node %q", nodeID)
-		}
-		n := rec.node
+	out, err := s.changeNode(ctx, nodeID, func(n *structs.Node, _ uint64) bool {
 		if n.ReactionsPending == 0 || n.ReactionsPending != index {
-			return n, nil
+			return false
 		}
-		idx := s.nextIndex()
-		n.ReactionsPending, n.ModifyIndex = 0, idx
-		if err := s.writeNode(ctx, n, rec); err != nil {
-			return nil, err
-		}
-		if err := s.bumpTables(ctx, idx, storage.TableNodes); err != nil {
-			return nil, err
-		}
-		return n, nil
-	})
+		n.ReactionsPending = 0
+		return true
+	}, nil)
 	if err != nil {
 		return nil, fmt.Errorf("clear pending reactions of node %s: %w", nodeID, err)
 	}
@@ -287,8 +257,11 @@ func (s *Store) NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64,
 	return getU(it, "idx"), nil
 }
 
-// changeNode is a read-modify-write of a node with evals.
-func (s *Store) changeNode(ctx context.Context, nodeID string, fn func(n *structs.Node) bool, evals []*structs.Evaluation) (*structs.Node, error) {
+// changeNode is a read-modify-write of a node, with evals written in the
+// same transaction: fn changes n (idx: the write's index) and reports
+// whether it changed anything; without a change and without evals nothing
+// is written and the node is returned as read.
+func (s *Store) changeNode(ctx context.Context, nodeID string, fn func(n *structs.Node, idx uint64) bool, evals []*structs.Evaluation) (*structs.Node, error) {
 	return withConflictRetry(ctx, s, func() (*structs.Node, error) {
 		rec, err := s.readNode(ctx, nodeID)
 		if err != nil {
@@ -298,21 +271,25 @@ func (s *Store) changeNode(ctx context.Context, nodeID string, fn func(n *struct
 			return nil, storage.NotFoundf("node %q", nodeID)
 		}
 		n := rec.node.Copy()
-		if !fn(n) && len(evals) == 0 {
-			return n, nil
-		}
 		idx := s.nextIndex()
+		if !fn(n, idx) && len(evals) == 0 {
+			return rec.node, nil
+		}
 		n.ModifyIndex = idx
 		if err := s.writeNode(ctx, n, rec, evals...); err != nil {
 			return nil, err
 		}
-		return n, s.bumpTables(ctx, idx, storage.TableNodes, storage.TableEvals)
+		tables := []string{storage.TableNodes}
+		if len(evals) > 0 {
+			tables = append(tables, storage.TableEvals)
+		}
+		return n, s.bumpTables(ctx, idx, tables...)
 	})
 }
 
 // UpdateNodeDrain implements storage.Store.
 func (s *Store) UpdateNodeDrain(ctx context.Context, nodeID string, strategy *structs.DrainStrategy, markEligible bool, evals ...*structs.Evaluation) (*structs.Node, error) {
-	return s.changeNode(ctx, nodeID, func(n *structs.Node) bool {
+	return s.changeNode(ctx, nodeID, func(n *structs.Node, _ uint64) bool {
 		if strategy != nil {
 			d := *strategy
 			n.Drain, n.DrainStrategy, n.SchedulingEligibility = true, &d, structs.NodeSchedulingIneligible
@@ -328,7 +305,7 @@ func (s *Store) UpdateNodeDrain(ctx context.Context, nodeID string, strategy *st
 
 // UpdateNodeEligibility implements storage.Store.
 func (s *Store) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.Node, error) {
-	return s.changeNode(ctx, nodeID, func(n *structs.Node) bool {
+	return s.changeNode(ctx, nodeID, func(n *structs.Node, _ uint64) bool {
 		if n.SchedulingEligibility == eligibility {
 			return false
 		}

@@ -54,57 +54,57 @@ func (s *Store) UpsertNode(ctx context.Context, node *structs.Node) (*structs.No
 	return out, nil
 }
 
-// UpdateNodeStatus implements storage.Store.
+// UpdateNodeStatus implements storage.Store. A node written down loses
+// its service registrations, as Nomad's.
 func (s *Store) UpdateNodeStatus(ctx context.Context, nodeID, status string, at int64) (*structs.Node, error) {
-	var out *structs.Node
-	_, err := s.write(ctx, func(w *wtx) error {
-		b := w.tx.Bucket(bNodes)
-		n, err := getRequired[structs.Node](b, []byte(nodeID), func() error { return storage.NotFoundf("node %q", nodeID) })
-		if err != nil {
-			return err
-		}
+	return s.changeNode(ctx, nodeID, func(w *wtx, n *structs.Node) (bool, error) {
 		if n.Status == status {
-			out = n
-			return nil
+			return false, nil
 		}
-		n.Status = status
-		n.StatusUpdatedAt = at
-		n.ModifyIndex = w.index
-		n.ReactionsPending = w.index
-		w.touch(storage.TableNodes)
-		out = n
+		n.Status, n.StatusUpdatedAt, n.ReactionsPending = status, at, w.index
 		if status == structs.NodeStatusDown {
-			if err := w.deleteNodeServices(n.ID); err != nil {
-				return err
-			}
+			return true, w.deleteNodeServices(n.ID)
 		}
-		return putJSON(b, []byte(n.ID), n)
+		return true, nil
 	})
-	return out, err
 }
 
 // NodeReactionsDone implements storage.Store.
 func (s *Store) NodeReactionsDone(ctx context.Context, nodeID string, index uint64) (*structs.Node, error) {
-	var out *structs.Node
-	_, err := s.write(ctx, func(w *wtx) error {
-		b := w.tx.Bucket(bNodes)
-		n, err := getRequired[structs.Node](b, []byte(nodeID), func() error { return storage.NotFoundf("node %q", nodeID) })
-		if err != nil {
-			return err
-		}
-		out = n
+	out, err := s.changeNode(ctx, nodeID, func(_ *wtx, n *structs.Node) (bool, error) {
 		if n.ReactionsPending == 0 || n.ReactionsPending != index {
-			return nil
+			return false, nil
 		}
 		n.ReactionsPending = 0
-		n.ModifyIndex = w.index
-		w.touch(storage.TableNodes)
-		return putJSON(b, []byte(n.ID), n)
+		return true, nil
 	})
 	if err != nil {
 		return nil, fmt.Errorf("clear pending reactions of node %s: %w", nodeID, err)
 	}
 	return out, nil
+}
+
+// changeNode is a read-modify-write of a node in one transaction: fn
+// changes n (and may write more through w) and reports whether it changed
+// anything; the node is written, at w's index, only then.
+func (s *Store) changeNode(ctx context.Context, nodeID string, fn func(w *wtx, n *structs.Node) (bool, error)) (*structs.Node, error) {
+	var out *structs.Node
+	_, err := s.write(ctx, func(w *wtx) error {
+		b := w.tx.Bucket(bNodes)
+		n, err := getRequired[structs.Node](b, []byte(nodeID), func() error { return storage.NotFoundf("node %q", nodeID) })
+		if err != nil {
+			return err
+		}
+		out = n
+		changed, err := fn(w, n)
+		if err != nil || !changed {
+			return err
+		}
+		n.ModifyIndex = w.index
+		w.touch(storage.TableNodes)
+		return putJSON(b, []byte(n.ID), n)
+	})
+	return out, err
 }
 
 // Node implements storage.Store.
@@ -151,60 +151,34 @@ func (s *Store) NodeAssignmentIndex(ctx context.Context, nodeID string) (uint64,
 
 // UpdateNodeDrain implements storage.Store.
 func (s *Store) UpdateNodeDrain(ctx context.Context, nodeID string, strategy *structs.DrainStrategy, markEligible bool, evals ...*structs.Evaluation) (*structs.Node, error) {
-	var out *structs.Node
-	_, err := s.write(ctx, func(w *wtx) error {
-		b := w.tx.Bucket(bNodes)
-		n, err := getRequired[structs.Node](b, []byte(nodeID), func() error { return storage.NotFoundf("node %q", nodeID) })
-		if err != nil {
-			return err
-		}
+	return s.changeNode(ctx, nodeID, func(w *wtx, n *structs.Node) (bool, error) {
 		if strategy != nil {
 			d := *strategy
-			n.Drain = true
-			n.DrainStrategy = &d
-			n.SchedulingEligibility = structs.NodeSchedulingIneligible
+			n.Drain, n.DrainStrategy, n.SchedulingEligibility = true, &d, structs.NodeSchedulingIneligible
 		} else {
-			n.Drain = false
-			n.DrainStrategy = nil
+			n.Drain, n.DrainStrategy = false, nil
 			if markEligible {
 				n.SchedulingEligibility = structs.NodeSchedulingEligible
 			}
 		}
-		n.ModifyIndex = w.index
-		w.touch(storage.TableNodes)
-		out = n
-		if err := putJSON(b, []byte(n.ID), n); err != nil {
-			return err
-		}
 		for _, e := range evals {
 			if err := w.upsertEval(e.Copy()); err != nil {
-				return err
+				return false, err
 			}
 		}
-		return nil
+		return true, nil
 	})
-	return out, err
 }
 
 // UpdateNodeEligibility implements storage.Store.
 func (s *Store) UpdateNodeEligibility(ctx context.Context, nodeID, eligibility string) (*structs.Node, error) {
-	var out *structs.Node
-	_, err := s.write(ctx, func(w *wtx) error {
-		b := w.tx.Bucket(bNodes)
-		n, err := getRequired[structs.Node](b, []byte(nodeID), func() error { return storage.NotFoundf("node %q", nodeID) })
-		if err != nil {
-			return err
-		}
-		out = n
+	return s.changeNode(ctx, nodeID, func(_ *wtx, n *structs.Node) (bool, error) {
 		if n.SchedulingEligibility == eligibility {
-			return nil
+			return false, nil
 		}
 		n.SchedulingEligibility = eligibility
-		n.ModifyIndex = w.index
-		w.touch(storage.TableNodes)
-		return putJSON(b, []byte(n.ID), n)
+		return true, nil
 	})
-	return out, err
 }
 
 // nodeCache holds the decoded nodes as of one nodes table index, so that
