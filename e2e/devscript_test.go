@@ -15,10 +15,10 @@ import (
 
 // devScript runs scripts/dev.sh (make dev / make dev-stop) with its state
 // in dir, the agent on addr, and the binary under test.
-func devScript(t *testing.T, dir, addr, action string) (stdout, stderr string, code int) {
+func devScript(t *testing.T, dir, addr, action string, env ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	cmd := exec.Command("sh", "../scripts/dev.sh", action)
-	cmd.Env = append(os.Environ(), "DROVER_DEV_DIR="+dir, "DROVER_DEV_ADDR="+addr, "DROVER_BIN="+droverBin)
+	cmd.Env = append(append(os.Environ(), "DROVER_DEV_DIR="+dir, "DROVER_DEV_ADDR="+addr, "DROVER_BIN="+droverBin), env...)
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
@@ -83,6 +83,29 @@ func TestDevScript(t *testing.T) {
 	if !bytes.HasPrefix(log, firstLog) || len(log) <= len(firstLog) || bytes.Count(log, []byte("scripts/dev.sh starts the dev agent")) != 2 {
 		t.Fatalf("the second start did not append to the log:\n%s", log)
 	}
+	// Another make dev on the address this one holds is refused: its job
+	// would have gone to the agent already there.
+	other := filepath.Join(t.TempDir(), "other")
+	out, errOut, code = devScript(t, other, addr, "start")
+	if code != 1 || !strings.Contains(errOut, "something already answers the API at http://"+addr) {
+		t.Fatalf("start on a taken address: exit %d\n%s\n%s", code, out, errOut)
+	}
+	// An agent that does not stop (here: stopped by SIGSTOP) is reported,
+	// its record kept, its tasks left alone.
+	pidText, _ = os.ReadFile(filepath.Join(dir, "agent.pid"))
+	pid, _ = strconv.Atoi(strings.TrimSpace(string(pidText)))
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code = devScript(t, dir, addr, "stop", "DROVER_DEV_STOP_WAIT=1")
+	syscall.Kill(pid, syscall.SIGCONT)
+	if code != 1 || !strings.Contains(errOut, "did not stop within 1 s") || strings.Contains(out, "stopped tasks left") {
+		t.Fatalf("stop of a hung agent: exit %d\n%s\n%s", code, out, errOut)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "agent.pid")); err != nil {
+		t.Fatalf("the hung agent's record: %v", err)
+	}
+
 	out, errOut, code = devScript(t, dir, addr, "stop")
 	if code != 0 || errOut != "" {
 		t.Fatalf("stop: exit %d\n%s\n%s", code, out, errOut)

@@ -11,6 +11,8 @@ BIN=${DROVER_BIN:-./bin/drover}
 DEV=${DROVER_DEV_DIR:-.dev-data}
 ADDR=${DROVER_DEV_ADDR:-127.0.0.1:4646}
 PID_FILE="$DEV/agent.pid"
+# How long dev-stop waits for the agent to end, in seconds.
+STOP_WAIT=${DROVER_DEV_STOP_WAIT:-20}
 
 # running: the recorded agent is alive (a killed agent not yet reaped by
 # its parent is a zombie: not running).
@@ -40,7 +42,12 @@ if [ "${1:-start}" = "stop" ]; then
 		pid=$(cat "$PID_FILE")
 		kill -TERM "$pid" 2>/dev/null || true
 		i=0
-		while kill -0 "$pid" 2>/dev/null && [ $i -lt 100 ]; do sleep 0.2; i=$((i + 1)); done
+		while running && [ $i -lt $((STOP_WAIT * 5)) ]; do sleep 0.2; i=$((i + 1)); done
+		if running; then
+			# Hung (or stopped with SIGSTOP): keep its record, and its tasks.
+			echo "==> the dev agent (pid $pid) did not stop within $STOP_WAIT s; it is still running (its log: $DEV/agent.log)" >&2
+			exit 1
+		fi
 		echo "==> dev agent (pid $pid) stopped; its tasks were stopped with it"
 	elif [ -f "$PID_FILE" ]; then
 		echo "==> the dev agent (pid $(cat "$PID_FILE" 2>/dev/null)) is not running: it ended without stopping (its log: $DEV/agent.log)"
@@ -63,6 +70,11 @@ fi
 mkdir -p "$DEV"
 if running; then
 	echo "==> dev agent already running (pid $(cat "$PID_FILE")), API at http://$ADDR"
+elif "$BIN" node status -address "$ADDR" >/dev/null 2>&1; then
+	# Another agent (someone's drover or Nomad) answers there: the job
+	# would go to it.
+	echo "==> something already answers the API at http://$ADDR (another agent?): set DROVER_DEV_ADDR to a free address" >&2
+	exit 1
 else
 	echo "==> $(date -u +%Y-%m-%dT%H:%M:%SZ): scripts/dev.sh starts the dev agent" >>"$DEV/agent.log"
 	nohup "$BIN" agent -dev -data-dir "$DEV/data" -http-addr "$ADDR" >>"$DEV/agent.log" 2>&1 &
@@ -80,6 +92,11 @@ until "$BIN" node status -address "$ADDR" 2>/dev/null | grep -q ' ready'; do
 	fi
 	sleep 0.2
 done
+if ! running; then
+	echo "==> the dev agent ended right after it started; its log:" >&2
+	tail -n 30 "$DEV/agent.log" >&2
+	exit 1
+fi
 
 "$BIN" job run -address "$ADDR" examples/hello.json
 sleep 2
