@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -45,7 +46,8 @@ Logs Options:
     Show the end of the output: -n lines (default 10) or -c bytes.
 
   -n=<lines>, -c=<bytes>
-    With -tail: how many lines, or bytes.`)
+    With -tail (only): how many lines, or bytes, from the end; one of
+    them, at least 0.`)
 }
 
 func (c *AllocLogsCommand) Run(args []string) int {
@@ -60,11 +62,17 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	if !ok {
 		return 1
 	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
 	switch {
 	case *lines < 0:
 		return c.errorf("", fmt.Errorf("-n %d: must not be negative (lines from the end, with -tail)", *lines))
 	case *nbytes < 0:
 		return c.errorf("", fmt.Errorf("-c %d: must not be negative (bytes from the end, with -tail)", *nbytes))
+	case given["n"] && given["c"]:
+		return c.errorf("", fmt.Errorf("-n and -c: give one of them (lines or bytes from the end)"))
+	case (given["n"] || given["c"]) && !*tail:
+		return c.errorf("", fmt.Errorf("-n and -c count from the end: they need -tail"))
 	}
 	alloc, err := c.allocByPrefix(cl, rest[0])
 	if err != nil {
@@ -99,7 +107,7 @@ func (c *AllocLogsCommand) Run(args []string) int {
 	if *tail {
 		origin = "end"
 		switch {
-		case *nbytes > 0:
+		case given["c"]:
 			offset = *nbytes
 		case *lines > 0:
 			// Read a generous end of the log, keep its last lines, and

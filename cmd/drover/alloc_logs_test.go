@@ -44,4 +44,22 @@ func TestAllocLogs(t *testing.T) {
 		mustCode(t, r, 1)
 		mustContain(t, r.stderr, bad[0]+" "+bad[1]+": must not be negative")
 	}
+	// -c 0, like -n 0, is nothing from the end (it was the default 10 lines).
+	for _, zero := range []string{"-n", "-c"} {
+		r = ta.run(t, "alloc", "logs", "-tail", zero, "0", a.ID)
+		mustCode(t, r, 0)
+		if r.stdout != "" {
+			t.Fatalf("-tail %s 0: %q", zero, r.stdout)
+		}
+	}
+	r = ta.run(t, "alloc", "logs", "-tail", "-c", "6", a.ID)
+	if r.code != 0 || r.stdout != "line5\n" {
+		t.Fatalf("-tail -c 6: %s", r)
+	}
+	r = ta.run(t, "alloc", "logs", "-tail", "-n", "2", "-c", "5", a.ID)
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, "-n and -c: give one of them")
+	r = ta.run(t, "alloc", "logs", "-n", "2", a.ID)
+	mustCode(t, r, 1)
+	mustContain(t, r.stderr, "they need -tail")
 }
