@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"strconv"
@@ -279,6 +280,10 @@ func (c *AgentCommand) Run(args []string) int {
 	var serverList []string
 	for _, s := range strings.Split(*servers, ",") {
 		if s = strings.TrimSpace(s); s != "" {
+			if err := serverAddrError(s); err != nil {
+				fmt.Fprintf(stderr, "drover agent: -servers %s: %v\n", s, err)
+				return 1
+			}
 			serverList = append(serverList, s)
 		}
 	}
@@ -375,6 +380,27 @@ func hostPortError(addr string) error {
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return fmt.Errorf("port %q: must be a number from 0 to 65535", port)
+	}
+	return nil
+}
+
+// serverAddrError says why s is not a server's address for -servers:
+// HOST:PORT (PORT 1–65535), or an http:// or https:// URL with one; nil
+// when it is.
+func serverAddrError(s string) error {
+	hostPort := s
+	if strings.Contains(s, "://") {
+		u, err := url.Parse(s)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			return fmt.Errorf("not HOST:PORT or an http(s)://HOST:PORT URL")
+		}
+		hostPort = u.Host
+	}
+	if err := hostPortError(hostPort); err != nil {
+		return err
+	}
+	if _, port, _ := net.SplitHostPort(hostPort); port == "0" {
+		return fmt.Errorf("port 0: a server's port is 1 to 65535")
 	}
 	return nil
 }
