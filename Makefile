@@ -48,17 +48,26 @@ FIRST ?= 1
 CHAOSFLAGS = $(if $(FEATURES),-features '$(FEATURES)') $(if $(STEPS),-steps $(STEPS))
 # SEED with SEEDS given too: passed on, so that the suite refuses the pair.
 SEEDFLAGS = -seed $(SEED)$(if $(filter command line,$(origin SEEDS)), -seeds $(SEEDS))
+# The numbers are checked here: go test answers a flag it cannot parse
+# with its whole usage. NAME=VALUE pairs; "?" after the name: may be empty;
+# "-" : may be negative (the suite then says what it takes).
+CHECKNUMS = for v in 'SEEDS-=$(SEEDS)' 'FIRST=$(FIRST)' 'SEED?-=$(SEED)' 'STEPS?-=$(STEPS)' 'PARALLEL=$(PARALLEL)'; do \
+	name=$${v%%=*}; val=$${v\#*=}; num=$$val; \
+	case $$name in *-) num=$${val\#-};; esac; \
+	case $$name in *\?*) [ -z "$$val" ] && continue;; esac; \
+	case $$num in ''|*[!0-9]*) echo "make: $${name%%[?-]*}=$$val: a whole number is wanted"; exit 2;; esac; \
+	done
 # The many-seed runs filter go test's output: pipefail keeps its status.
 chaos chaos-aws chaos-proc: SHELL := /bin/bash
 chaos:
-	@set -o pipefail; if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/ $(SEEDFLAGS) $(CHAOSFLAGS); \
+	@$(CHECKNUMS); set -o pipefail; if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/ $(SEEDFLAGS) $(CHAOSFLAGS); \
 	else $(GO) test -count=1 -timeout 60m -run '^TestChaos$$' ./chaos/ -v -seeds $(SEEDS) -first-seed $(FIRST) $(CHAOSFLAGS) | grep -v '^=== RUN'; fi
 
 ## chaos-aws: the same on the AWS home, on kumo (EMULATORS=kumo,moto adds
 ## moto's leg: about 6 s a schedule there)
 EMULATORS ?= kumo
 chaos-aws:
-	@set -o pipefail; if [ -n "$(SEED)" ]; then DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/aws/ $(SEEDFLAGS) $(CHAOSFLAGS); \
+	@$(CHECKNUMS); set -o pipefail; if [ -n "$(SEED)" ]; then DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -v -run '^TestChaos$$' ./chaos/aws/ $(SEEDFLAGS) $(CHAOSFLAGS); \
 	else DROVER_EMULATORS=$(EMULATORS) $(GO) test -count=1 -timeout 120m -run '^TestChaos$$' ./chaos/aws/ -v -seeds $(SEEDS) -first-seed $(FIRST) $(CHAOSFLAGS) | grep -v '^=== RUN'; fi
 
 ## chaos-proc: the process-level leg of the embedded home (real drover
@@ -68,7 +77,7 @@ chaos-aws:
 ## STEPS=N shapes the schedules (FEATURES does not apply here)
 PARALLEL ?= 2
 chaos-proc:
-	@set -o pipefail; if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaosProc$$' ./chaos/proc/ $(SEEDFLAGS) -repeat 5 $(CHAOSFLAGS); \
+	@$(CHECKNUMS); set -o pipefail; if [ -n "$(SEED)" ]; then $(GO) test -count=1 -v -run '^TestChaosProc$$' ./chaos/proc/ $(SEEDFLAGS) -repeat 5 $(CHAOSFLAGS); \
 	else $(GO) test -count=1 -timeout 600m -parallel $(PARALLEL) -run '^TestChaosProc$$' ./chaos/proc/ -v -seeds $(SEEDS) -first-seed $(FIRST) $(CHAOSFLAGS) | grep -v '^=== \|^    --- PASS\|^        --- PASS'; fi
 
 ## dev: start the dev agent in the background and run the example job

@@ -374,9 +374,12 @@ func onOff(b bool) string {
 // hostPortError says why addr is not a listen address HOST:PORT (HOST may
 // be empty: every interface; PORT 0–65535, 0: a free one), nil when it is.
 func hostPortError(addr string) error {
-	_, port, err := net.SplitHostPort(addr)
+	host, port, err := net.SplitHostPort(addr)
 	if err != nil {
 		return fmt.Errorf("not HOST:PORT (%v)", err)
+	}
+	if strings.ContainsAny(host, " \t") {
+		return fmt.Errorf("not HOST:PORT (host %q has white space)", host)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
 		return fmt.Errorf("port %q: must be a number from 0 to 65535", port)

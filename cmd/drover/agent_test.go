@@ -102,6 +102,7 @@ func TestAgentRefusesMalformedHTTPAddr(t *testing.T) {
 		"notanaddr":       "-http-addr notanaddr: not HOST:PORT",
 		"127.0.0.1:99999": `-http-addr 127.0.0.1:99999: port "99999": must be a number from 0 to 65535`,
 		"127.0.0.1:web":   `port "web"`,
+		"127.0.0.1 :4925": `-http-addr 127.0.0.1 :4925: not HOST:PORT (host "127.0.0.1 " has white space)`,
 	} {
 		r := runCmd(t, "agent", "-dev", "-data-dir", t.TempDir(), "-http-addr", addr)
 		mustCode(t, r, 1)
