@@ -384,3 +384,25 @@ esac
 		}
 	}
 }
+
+// TestChaosTargetsRefuseNonNumbers: make chaos* refuses a count that is
+// not a whole number, naming the variable, before go test runs (which
+// answered with its whole usage); GO=false stands in for go, so a run
+// that got that far fails without the message.
+func TestChaosTargetsRefuseNonNumbers(t *testing.T) {
+	mk := requireTool(t, "make", "install GNU make")
+	for _, tc := range []struct{ target, arg, want string }{
+		{"chaos", "SEEDS=abc", "make: SEEDS=abc: a whole number is wanted"},
+		{"chaos", "FIRST=-3", "make: FIRST=-3: a whole number is wanted"},
+		{"chaos-aws", "STEPS=1x", "make: STEPS=1x: a whole number is wanted"},
+		{"chaos-proc", "PARALLEL=two", "make: PARALLEL=two: a whole number is wanted"},
+		{"chaos", "SEED=abc", "make: SEED=abc: a whole number is wanted"},
+	} {
+		cmd := exec.Command(mk, "-s", tc.target, tc.arg, "GO=false")
+		cmd.Dir = ".."
+		out, err := cmd.CombinedOutput()
+		if err == nil || !strings.Contains(string(out), tc.want) {
+			t.Errorf("make %s %s: %v\n%s", tc.target, tc.arg, err, out)
+		}
+	}
+}
