@@ -129,6 +129,21 @@ func TestHeartbeatAfterColdStartRedoesLostReactions(t *testing.T) {
 	}
 }
 
+// downWriteCrashed sets up node n1 with an alloc of job web, and a
+// missed heartbeat whose control plane crashed right after writing n1
+// down, before its reactions.
+func downWriteCrashed(t *testing.T) (*fixture, *atomic.Bool) {
+	t.Helper()
+	f, crash := crashFixture(t)
+	f.node("n1")
+	f.place(testJob("web", 1), nil, "n1")
+	crash.Store(true)
+	if err := f.svc.NodeMissedHeartbeat(f.ctx, "n1"); err == nil {
+		t.Fatal("the missed heartbeat whose status write crashed succeeded")
+	}
+	return f, crash
+}
+
 // TestNodeStatusReactionsPendingAfterACrash: a control plane that dies
 // right after writing a node down (the missed heartbeat's status write)
 // leaves the node marked; RedoNodeReactions (the AWS sweeper's call)
@@ -137,13 +152,7 @@ func TestHeartbeatAfterColdStartRedoesLostReactions(t *testing.T) {
 // ready leaves its reactions pending too, and the agent's registration
 // sent again runs them.
 func TestNodeStatusReactionsPendingAfterACrash(t *testing.T) {
-	f, crash := crashFixture(t)
-	f.node("n1")
-	f.place(testJob("web", 1), nil, "n1")
-	crash.Store(true)
-	if err := f.svc.NodeMissedHeartbeat(f.ctx, "n1"); err == nil {
-		t.Fatal("the missed heartbeat whose status write crashed succeeded")
-	}
+	f, crash := downWriteCrashed(t)
 	n, err := f.store.Node(f.ctx, "n1")
 	if err != nil || n.Status != structs.NodeStatusDown || n.ReactionsPending == 0 || f.evalsForN1("web") != 0 {
 		t.Fatalf("after the crash: %+v (%v), %d evals; want down, marked, none", n, err, f.evalsForN1("web"))
@@ -186,13 +195,7 @@ func TestNodeStatusReactionsPendingAfterACrash(t *testing.T) {
 // memory) leaves reactions less than a TTL plus grace old alone (they may
 // be in flight) and then writes the evaluation, once.
 func TestHeartbeatCheckRedoesPendingReactionsOfADownNode(t *testing.T) {
-	f, crash := crashFixture(t)
-	f.node("n1")
-	f.place(testJob("web", 1), nil, "n1")
-	crash.Store(true)
-	if err := f.svc.NodeMissedHeartbeat(f.ctx, "n1"); err == nil {
-		t.Fatal("the missed heartbeat whose status write crashed succeeded")
-	}
+	f, _ := downWriteCrashed(t)
 	svc := f.coldStart()
 	if _, err := svc.CheckHeartbeats(f.ctx, time.Second); err != nil || f.evalsForN1("web") != 0 {
 		t.Fatalf("the check within a TTL of the status change: %d evals (%v), want 0", f.evalsForN1("web"), err)
