@@ -56,7 +56,8 @@ CHECKNUMS = for v in 'SEEDS-=$(SEEDS)' 'FIRST=$(FIRST)' 'SEED?-=$(SEED)' 'STEPS?
 	case $$name in *-) num=$${val\#-};; esac; \
 	case $$name in *\?*) [ -z "$$val" ] && continue;; esac; \
 	case $$num in ''|*[!0-9]*) echo "make: $${name%%[?-]*}=$$val: a whole number is wanted"; exit 2;; esac; \
-	done
+	done; \
+	[ "$(PARALLEL)" -ge 1 ] || { echo "make: PARALLEL=$(PARALLEL): at least 1 (schedules played at once)"; exit 2; }
 # The many-seed runs filter go test's output: pipefail keeps its status.
 chaos chaos-aws chaos-proc: SHELL := /bin/bash
 chaos:

@@ -397,6 +397,7 @@ func TestChaosTargetsRefuseNonNumbers(t *testing.T) {
 		{"chaos-aws", "STEPS=1x", "make: STEPS=1x: a whole number is wanted"},
 		{"chaos-proc", "PARALLEL=two", "make: PARALLEL=two: a whole number is wanted"},
 		{"chaos", "SEED=abc", "make: SEED=abc: a whole number is wanted"},
+		{"chaos-proc", "PARALLEL=0", "make: PARALLEL=0: at least 1"},
 	} {
 		cmd := exec.Command(mk, "-s", tc.target, tc.arg, "GO=false")
 		cmd.Dir = ".."

@@ -45,12 +45,12 @@ if [ "${1:-start}" = "stop" ]; then
 		while running && [ $i -lt $((STOP_WAIT * 5)) ]; do sleep 0.2; i=$((i + 1)); done
 		if running; then
 			# Hung (or stopped with SIGSTOP): keep its record, and its tasks.
-			echo "==> the dev agent (pid $pid) did not stop within $STOP_WAIT s; it is still running (its log: $DEV/agent.log)" >&2
+			echo "==> the dev agent (pid $pid) did not stop within $STOP_WAIT s; it is still running, and the stop request stays pending (a stopped process ends once it resumes; its log: $DEV/agent.log)" >&2
 			exit 1
 		fi
 		echo "==> dev agent (pid $pid) stopped; its tasks were stopped with it"
 	elif [ -f "$PID_FILE" ]; then
-		echo "==> the dev agent (pid $(cat "$PID_FILE" 2>/dev/null)) is not running: it ended without stopping (its log: $DEV/agent.log)"
+		echo "==> the dev agent (pid $(cat "$PID_FILE" 2>/dev/null)) is not running: it ended without make dev-stop, or after an earlier one gave up waiting (its log, $DEV/agent.log, says whether it stopped or crashed)"
 	else
 		echo "==> no dev agent running"
 	fi

@@ -400,10 +400,13 @@ func serverAddrError(s string) error {
 		hostPort = u.Host
 	}
 	if err := hostPortError(hostPort); err != nil {
+		if _, port, perr := net.SplitHostPort(hostPort); perr == nil && strings.HasPrefix(err.Error(), "port ") {
+			return fmt.Errorf("port %q: must be a number from 1 to 65535", port)
+		}
 		return err
 	}
 	if _, port, _ := net.SplitHostPort(hostPort); port == "0" {
-		return fmt.Errorf("port 0: a server's port is 1 to 65535")
+		return fmt.Errorf("port \"0\": must be a number from 1 to 65535 (a server's port)")
 	}
 	return nil
 }

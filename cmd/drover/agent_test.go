@@ -113,9 +113,9 @@ func TestAgentRefusesMalformedHTTPAddr(t *testing.T) {
 	}
 	// -servers likewise (a client started and retried for ever).
 	for addr, want := range map[string]string{
-		"127.0.0.1:99999":    `-servers 127.0.0.1:99999: port "99999": must be a number from 0 to 65535`,
+		"127.0.0.1:99999":    `-servers 127.0.0.1:99999: port "99999": must be a number from 1 to 65535`,
 		"nohostport":         "-servers nohostport: not HOST:PORT",
-		"127.0.0.1:0":        "port 0: a server's port is 1 to 65535",
+		"127.0.0.1:0":        `port "0": must be a number from 1 to 65535`,
 		"ftp://127.0.0.1:21": "not HOST:PORT or an http(s)://HOST:PORT URL",
 	} {
 		r := runCmd(t, "agent", "-client", "-data-dir", t.TempDir(), "-servers", "127.0.0.1:4646,"+addr)
